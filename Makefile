@@ -1,0 +1,46 @@
+# csorch: set-up, the main job, tests, benchmarks. `make setup` is idempotent; validate,
+# test and bench depend on it, so each of them works on a fresh machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(abspath $(VENV))/bin/python
+SETUP_STAMP := $(VENV)/.csorch-setup
+EXT_LIB := ext/qext/_C.so
+EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
+PYTEST_ARGS ?=
+
+.PHONY: help setup validate test bench lint clean
+
+help:
+	@echo "make validate   the main job (builds everything it needs)"
+	@echo "make test       set up and run the test suite"
+	@echo "make bench      benchmarks (GPU figures need the GPU machine)"
+	@echo "make setup      virtual environment + qext built in place (idempotent)"
+	@echo "make lint       ruff, if installed"
+
+setup: $(SETUP_STAMP) $(EXT_LIB)
+
+$(SETUP_STAMP): pyproject.toml tools/setup_venv.sh
+	bash tools/setup_venv.sh "$(PYTHON)" "$(VENV)"
+	@touch $@
+
+# ninja makes the build itself incremental; the file date keeps a no-op run instant.
+$(EXT_LIB): $(SETUP_STAMP) $(EXT_INPUTS)
+	$(PY) ext/qext/build.py --build-dir build/qext --inplace
+
+validate: setup
+	$(PY) -m qext
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/bench_qext.py --json results/bench-qext.json
+
+lint: setup
+	$(PY) -m ruff check orchestrator ext/qext tests bench
+
+clean:
+	rm -rf build results $(EXT_LIB)

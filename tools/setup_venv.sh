@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Creates the project's virtual environment (idempotence is the Makefile's stamp).
+#
+# Two machines, two modes:
+#  - a host python that already has torch (the offline GPU machine): the venv reuses
+#    that python's packages through a .pth file (this also works when that python is
+#    itself a venv, where --system-site-packages would skip its packages), and nothing
+#    is downloaded;
+#  - otherwise (a fresh CPU machine, CI): install exactly torch==2.13.0, the CPU build
+#    on this disk. Never an unpinned torch: that pulls a CUDA build of several GB.
+set -euo pipefail
+
+PYTHON=${1:?usage: setup_venv.sh PYTHON VENV}
+VENV=${2:?usage: setup_venv.sh PYTHON VENV}
+TORCH_PIN="torch==2.13.0"
+BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
+NEEDED_MODULES="torch pybind11 typer rich yaml pytest ninja setuptools"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+VPY="$VENV/bin/python"
+
+if "$PYTHON" -c "import torch" 2>/dev/null; then
+  echo "setup: $PYTHON has torch $("$PYTHON" -c 'import torch; print(torch.__version__)'); reusing its packages (offline)"
+  host_pth=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_csorch_host_site.pth
+  "$PYTHON" - "$host_pth" <<'PY'
+import sys
+dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+with open(sys.argv[1], "w") as f:
+    f.write("import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
+PY
+  missing=$("$VPY" -c "
+import importlib.util
+print(' '.join(m for m in '$NEEDED_MODULES'.split() if importlib.util.find_spec(m) is None))")
+  if [ -n "$missing" ]; then
+    echo "setup: the host python lacks: $missing; install them there (this mode downloads nothing)" >&2
+    exit 1
+  fi
+  "$VPY" -m pip install -q --no-deps --no-build-isolation --no-index -e .
+else
+  echo "setup: installing $TORCH_PIN (CPU build) and the base packages into $VENV"
+  "$VPY" -m pip install -q "$TORCH_PIN" "${BASE_PKGS[@]}"
+  "$VPY" -m pip install -q --no-deps --no-build-isolation -e .
+fi
+# The in-tree qext (ext/qext, built in place by `make setup`) is the dev build on the path;
+# csorch puts each variant's own build before it with PYTHONPATH.
+purelib=$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$(pwd)/ext" > "$purelib/_qext_dev.pth"
+"$VPY" -c "import torch; print(f'setup: torch {torch.__version__}, CUDA available: {torch.cuda.is_available()}')"
