@@ -1,0 +1,148 @@
+"""Builds the fixed tree and each control, runs the regression cases plainly and under a
+checker, and tabulates outcomes and checker error counts per case.
+
+A by-hand evidence script for the controls (issue #4), kept small: `csorch run` does this
+properly (caching, bundles, verdicts). Usage::
+
+    python tools/control_evidence.py --out results/evidence-cpu --checker asan
+    python tools/control_evidence.py --out $OUT --checker memcheck --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = {
+    "fixed": None,
+    "rng-owner-scope": ROOT / "controls" / "rng-owner-scope.patch",
+    "noop-double-swizzle": ROOT / "controls" / "noop-double-swizzle.patch",
+}
+CASES = ["tests/regression/test_rng_ownership.py", "tests/regression/test_noop_replay.py"]
+BEGIN_RE = re.compile(r"^\[csorch-case-begin\] (\S+)")
+OUTCOME_RE = re.compile(r"^\[csorch-case-outcome\] (\S+) (\w+)")
+# "==123== ERROR: AddressSanitizer: heap-use-after-free on address ..."
+ASAN_RE = re.compile(r"^==\d+==ERROR: AddressSanitizer: (\S+)")
+# "========= Invalid __global__ read of size 8 bytes"
+MEMCHECK_RE = re.compile(r"^========= (Invalid __\w+__ \w+|Program hit \w+)")
+SUMMARY_RE = re.compile(r"^========= ERROR SUMMARY: ([\d,]+) error")
+
+
+def run(argv, log: Path, env=None, cwd=ROOT) -> tuple[int, float]:
+    t0 = time.time()
+    with open(log, "wb") as f:
+        rc = subprocess.call(argv, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    return rc, time.time() - t0
+
+
+def asan_runtime() -> str:
+    return subprocess.check_output(["gcc", "-print-file-name=libasan.so"], text=True).strip()
+
+
+def parse(log: Path) -> tuple[dict, int | None]:
+    cases: dict[str, dict] = {}
+    current = None
+    summary = None
+    for line in log.read_text(errors="replace").splitlines():
+        if m := BEGIN_RE.match(line):
+            current = cases.setdefault(m[1], {"outcome": "?", "errors": 0, "kinds": {}})
+        elif m := OUTCOME_RE.match(line):
+            cases.setdefault(m[1], {"outcome": "?", "errors": 0, "kinds": {}})["outcome"] = m[2]
+        elif (m := ASAN_RE.match(line) or MEMCHECK_RE.match(line)) and current is not None:
+            current["errors"] += 1
+            current["kinds"][m[1]] = current["kinds"].get(m[1], 0) + 1
+        elif m := SUMMARY_RE.match(line):
+            summary = int(m[1].replace(",", ""))
+    return cases, summary
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--checker", choices=("asan", "memcheck"), required=True)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    p.add_argument("--work", type=Path, default=ROOT / "build" / "evidence")
+    a = p.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    src = a.work / "src"
+    py = sys.executable
+    base_env = dict(os.environ)
+    asan_env = {}
+    if a.checker == "asan":
+        asan_env = {"LD_PRELOAD": asan_runtime(),
+                    "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0"}
+    pytest = [py, "-m", "pytest", *CASES, "-p", "orchestrator.case_markers", "-s", "-q",
+              "-p", "no:cacheprovider", f"--qext-device={a.device}"]
+    table = {}
+    for name in a.variants:
+        # One source path for all variants, so ninja rebuilds only what a patch touches.
+        if src.exists():
+            shutil.rmtree(src / "csrc")
+        # Fresh mtimes (shutil.copy, not copy2): a file restored from a patched state
+        # must look newer than its object, or ninja keeps the patched build.
+        shutil.copytree(ROOT / "ext", src, dirs_exist_ok=True, copy_function=shutil.copy,
+                        ignore=shutil.ignore_patterns("_C*.so", "__pycache__"))
+        if VARIANTS[name]:
+            subprocess.check_call(["patch", "-p1", "--quiet", "-d", str(src), "-i",
+                                   str(VARIANTS[name])])
+        builds = {"plain": (None, {})}
+        if a.checker == "asan":
+            builds["asan"] = ("address", asan_env)
+        pkgs = {}
+        for kind, (sanitize, extra) in builds.items():
+            pkg = a.work / f"pkg-{kind}" / name
+            argv = [py, str(src / "qext" / "build.py"), "--root", str(src), "--build-dir",
+                    str(a.work / f"build-{kind}"), "--package-dir", str(pkg)]
+            if sanitize:
+                argv += ["--sanitize", sanitize]
+            rc, secs = run(argv, a.out / f"{name}-build-{kind}.log", {**base_env, **extra})
+            print(f"{name}: {kind} build rc={rc} in {secs:.0f} s", flush=True)
+            if rc:
+                print((a.out / f"{name}-build-{kind}.log").read_text()[-3000:])
+                return 1
+            pkgs[kind] = pkg
+        env = {**base_env, "PYTHONPATH": f"{pkgs['plain']}:{ROOT / 'tests' / 'regression'}"}
+        rc, secs = run(pytest, a.out / f"{name}-plain.log", env)
+        plain, _ = parse(a.out / f"{name}-plain.log")
+        print(f"{name}: plain rc={rc} in {secs:.0f} s", flush=True)
+        if a.checker == "asan":
+            env = {**env, **asan_env, "PYTHONPATH": f"{pkgs['asan']}:{ROOT / 'tests' / 'regression'}"}
+            argv = pytest
+        else:
+            env = {**env, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+            argv = ["compute-sanitizer", "--tool", "memcheck", "--print-limit", "0",
+                    "--destroy-on-device-error", "kernel", *pytest]
+        crc, csecs = run(argv, a.out / f"{name}-{a.checker}.log", env)
+        checked, summary = parse(a.out / f"{name}-{a.checker}.log")
+        print(f"{name}: {a.checker} rc={crc} in {csecs:.0f} s, summary={summary}", flush=True)
+        table[name] = {"plain_rc": rc, "checker_rc": crc, "summary": summary,
+                       "cases": {c: {"plain": plain.get(c, {}).get("outcome", "missing"),
+                                     "checked": v["outcome"], "errors": v["errors"],
+                                     "kinds": v["kinds"]} for c, v in checked.items()}}
+    (a.out / "evidence.json").write_text(json.dumps(table, indent=2))
+    lines = [f"| case | " + " | ".join(table) + " |", "|---" * (len(table) + 1) + "|"]
+    all_cases = sorted({c for v in table.values() for c in v["cases"]})
+    for c in all_cases:
+        cells = []
+        for v in table.values():
+            r = v["cases"].get(c)
+            cells.append("not run" if r is None else
+                         f"{r['plain']} / {r['checked']}, {r['errors']} err")
+        lines.append(f"| {c.split('::')[-1]} | " + " | ".join(cells) + " |")
+    lines.append("| ERROR SUMMARY | " + " | ".join(str(v["summary"]) for v in table.values()) + " |")
+    (a.out / "evidence.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
