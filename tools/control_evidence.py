@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from orchestrator.backends import asan
+
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "fixed": None,
@@ -43,10 +45,6 @@ def run(argv, log: Path, env=None, cwd=ROOT) -> tuple[int, float]:
     return rc, time.time() - t0
 
 
-def asan_runtime() -> str:
-    return subprocess.check_output(["gcc", "-print-file-name=libasan.so"], text=True).strip()
-
-
 def parse(log: Path) -> tuple[dict, int | None]:
     cases: dict[str, dict] = {}
     current = None
@@ -64,6 +62,26 @@ def parse(log: Path) -> tuple[dict, int | None]:
     return cases, summary
 
 
+def trim(log: Path, keep: list[str], dest: Path) -> None:
+    """Writes the log's head, the whole sections of the `keep` cases, and its tail."""
+    text = log.read_text(errors="replace")
+    lines = text.splitlines(keepends=True)
+    out, inside = [], None
+    started = False
+    for line in lines:
+        m = BEGIN_RE.match(line)
+        if m:
+            started = True
+            inside = any(m[1].endswith(k) for k in keep)
+        if not started or inside:
+            out.append(line)
+        if line.startswith("[csorch-case-end]"):
+            inside = False
+    last_end = text.rfind("[csorch-case-end]")
+    out.append(text[text.index("\n", last_end) + 1:])
+    dest.write_text("".join(out))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
@@ -71,15 +89,23 @@ def main() -> int:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--variants", nargs="*", default=list(VARIANTS))
     p.add_argument("--work", type=Path, default=ROOT / "build" / "evidence")
+    p.add_argument("--trim", nargs="+", metavar="CASE",
+                   help="only trim OUT's checker logs to these cases into OUT/trimmed/")
     a = p.parse_args()
+    if a.trim:
+        (a.out / "trimmed").mkdir(exist_ok=True)
+        for log in a.out.glob(f"*-{a.checker}.log"):
+            if "-build-" in log.name:
+                continue
+            trim(log, a.trim, a.out / "trimmed" / log.name)
+        return 0
     a.out.mkdir(parents=True, exist_ok=True)
     src = a.work / "src"
     py = sys.executable
     base_env = dict(os.environ)
     asan_env = {}
     if a.checker == "asan":
-        asan_env = {"LD_PRELOAD": asan_runtime(),
-                    "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0"}
+        asan_env = {"LD_PRELOAD": str(asan.find_runtime()), "ASAN_OPTIONS": asan.merge_options()}
     pytest = [py, "-m", "pytest", *CASES, "-p", "orchestrator.case_markers", "-s", "-q",
               "-p", "no:cacheprovider", f"--qext-device={a.device}"]
     table = {}

@@ -1,0 +1,306 @@
+"""The AddressSanitizer backend: memcheck's stand-in on a host without a GPU.
+
+Builds add `-fsanitize=address -fsanitize-recover=address -fno-omit-frame-pointer -g`;
+runs preload the runtime (`gcc -print-file-name=libasan.so`), since a Python process
+that loads an instrumented extension refuses to start otherwise, and set
+`ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`.
+Reports go to the command's stderr, so the parser reads the command's own log.
+
+Proving a clean run complete: ASan prints nothing for a clean process and has no
+"0 errors" line, so silence would look the same as a runtime that never loaded or a
+process that died. `atexit=1` makes the runtime itself print "AddressSanitizer exit
+stats:" when the process exits normally; that marker proves both that ASan was live in
+the process and that it reached the end. A log is complete when a marker follows the
+last report (or a report ends in `==PID==ABORTING`, with halt_on_error=1). Note that
+`exit` status 0 proves nothing: in recover mode a process with reports still exits 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from orchestrator import proc
+from orchestrator.backends.base import (
+    CASE_BEGIN_RE,
+    CASE_END_RE,
+    BuildFlags,
+    Liveness,
+    ToolInfo,
+    Wrapped,
+)
+from orchestrator.errors import CheckerUnavailable, ProcessStartError
+from orchestrator.model import Checker, Finding, Frame, ParseResult, Stack
+
+NAME = "asan"
+COMPILE_FLAGS = (
+    "-fsanitize=address",
+    "-fsanitize-recover=address",
+    "-fno-omit-frame-pointer",
+    "-g",
+)
+LINK_FLAGS = ("-fsanitize=address",)
+# atexit=1 last, so that a user's ASAN_OPTIONS cannot switch off the completion marker;
+# alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see
+# suppress_equal_pcs=0: by default ASan reports a PC only once per process, so a second
+# case hitting the same bug would look clean; every case must show its own reports.
+DEFAULT_OPTIONS = ("detect_leaks=0", "halt_on_error=0", "suppress_equal_pcs=0",
+                   "alloc_dealloc_mismatch=0")
+REQUIRED_OPTIONS = ("atexit=1",)
+
+# ==4540==ERROR: AddressSanitizer: heap-use-after-free on address 0x603000000048 at pc ...
+REPORT_RE = re.compile(
+    r"^==(?P<pid>\d+)==ERROR: (?P<tool>AddressSanitizer|LeakSanitizer): "
+    r"(?P<what>.+)$"
+)
+# heap-use-after-free on address 0x603000000048 ...   /  attempting double-free on 0x6020...
+KIND_RE = re.compile(r"^(?:attempting )?(?P<kind>[A-Za-z][\w-]*)")
+ADDRESS_IN_RE = re.compile(r"\b0x(?P<address>[0-9a-fA-F]+)")
+# READ of size 8 at 0x603000000048 thread T0
+ACCESS_RE = re.compile(
+    r"^(?P<access>READ|WRITE) of size (?P<size>\d+) at 0x"
+    r"(?P<address>[0-9a-fA-F]+) thread (?P<thread>\S+)"
+)
+# ==4540==The signal is caused by a READ memory access.
+SIGNAL_ACCESS_RE = re.compile(r"^==\d+==The signal is caused by a (?P<access>\w+) memory access")
+#     #0 0x556d50cdd234 in main /tmp/asantry/uaf.c:3
+#     #3 0x556d50cdd0f0 in _start (/tmp/asantry/uaf+0x10f0)   (optionally "(BuildId: ...)")
+FRAME_RE = re.compile(
+    r"^\s*#(?P<index>\d+)\s+0x(?P<pc>[0-9a-fA-F]+)(?:\s+in)?\s*(?P<rest>.*?)"
+    r"(?:\s+\(BuildId: [0-9a-fA-F]+\))?$"
+)
+# ... (/lib/x86_64-linux-gnu/libc.so.6+0x271ca)
+FRAME_MODULE_RE = re.compile(r"^(?P<function>.*?)\s*\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
+# ... /tmp/asantry/uaf.c:3:12
+FRAME_FILE_RE = re.compile(r"^(?P<function>.+?)\s+(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
+# freed by thread T0 here:   /   previously allocated by thread T0 here:
+STACK_ROLE_RE = re.compile(
+    r"^(?P<role>freed|previously allocated|allocated) by thread "
+    r"(?P<thread>\S+)(?: .*)? here:$"
+)
+# Thread T1 created by T0 here:
+THREAD_CREATED_RE = re.compile(
+    r"^Thread (?P<thread>T\d+)(?: .*)? created by (?P<parent>T\d+)"
+    r"(?: .*)? here:$"
+)
+# 0x603000000048 is located 8 bytes inside of 32-byte region [0x603000000040,0x603000000060)
+LOCATED_RE = re.compile(r"^0x[0-9a-fA-F]+ is located .+$")
+# SUMMARY: AddressSanitizer: heap-use-after-free /tmp/asantry/uaf.c:3 in main
+SUMMARY_RE = re.compile(r"^SUMMARY: AddressSanitizer: (?P<text>.+)$")
+# AddressSanitizer exit stats:    (atexit=1; may follow text that lacks a newline)
+EXIT_STATS_RE = re.compile(r"AddressSanitizer exit stats:")
+# ==4540==ABORTING
+ABORTING_RE = re.compile(r"^==\d+==ABORTING$")
+# ==123==ASan runtime does not come first in initial library list; you should either ...
+# ==123==AddressSanitizer CHECK failed: ...
+RUNTIME_ERROR_RE = re.compile(
+    r"^==\d+==(?P<message>(?:ASan runtime does not come first|"
+    r"AddressSanitizer CHECK failed|Shadow memory range interleaves)"
+    r".*)$"
+)
+# ERROR: ld.so: object '/usr/lib/.../libasan.so' from LD_PRELOAD cannot be preloaded ...
+PRELOAD_FAILED_RE = re.compile(
+    r"^ERROR: ld\.so: object '(?P<object>[^']+)' from LD_PRELOAD "
+    r"cannot be preloaded.*$"
+)
+
+
+def frame(text: str) -> Frame:
+    """One `#k 0xPC in FUNC FILE:LINE` line (or its module form) as a Frame."""
+    m = FRAME_RE.match(text)
+    if not m:
+        return Frame(function=text.strip())
+    rest, pc = m["rest"], "0x" + m["pc"]
+    if mm := FRAME_MODULE_RE.match(rest):
+        return Frame(mm["function"], "", None, mm["module"], pc)
+    if mm := FRAME_FILE_RE.match(rest):
+        return Frame(mm["function"], mm["file"], int(mm["line"]), "", pc)
+    return Frame(rest, "", None, "", pc)
+
+
+@dataclass
+class _Draft:
+    finding: Finding
+    stacks: list[tuple[str, list[Frame]]] = field(default_factory=lambda: [("access", [])])
+    details: list[str] = field(default_factory=list)
+
+    def done(self) -> Finding:
+        (_, primary), *others = self.stacks
+        return replace(
+            self.finding,
+            frames=tuple(primary),
+            related=tuple(Stack(role, tuple(frames)) for role, frames in others),
+            detail="; ".join(self.details),
+        )
+
+
+def parse(lines: Iterable[str]) -> ParseResult:
+    """Parse AddressSanitizer reports out of a process's combined output."""
+    findings: list[Finding] = []
+    draft: _Draft | None = None
+    summaries = 0
+    ended = False  # an exit-stats marker or ABORTING follows the last report
+    case = ""
+    tool_errors: list[str] = []
+
+    def close() -> None:
+        nonlocal draft
+        if draft is not None:
+            findings.append(draft.done())
+            draft = None
+
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        text = line.strip()
+        if m := CASE_BEGIN_RE.match(line):
+            case = m["case"]
+        elif CASE_END_RE.match(line):
+            case = ""
+        elif m := REPORT_RE.match(text):
+            close()
+            what = m["what"]
+            kind = "memory-leak" if m["tool"] == "LeakSanitizer" else KIND_RE.match(what)["kind"]  # type: ignore[index]
+            address = ADDRESS_IN_RE.search(what)
+            draft = _Draft(
+                Finding(
+                    checker=Checker.ASAN,
+                    kind=kind,
+                    pid=int(m["pid"]),
+                    case=case,
+                    address=address["address"] if address else "",
+                    header=text,
+                )
+            )
+            ended = False
+        elif draft is not None and (m := ACCESS_RE.match(text)):
+            draft.finding = replace(
+                draft.finding,
+                access=m["access"].lower(),
+                size=int(m["size"]),
+                address=m["address"],
+                thread=m["thread"],
+            )
+        elif draft is not None and (m := SIGNAL_ACCESS_RE.match(text)):
+            draft.finding = replace(draft.finding, access=m["access"].lower())
+        elif draft is not None and FRAME_RE.match(text):
+            draft.stacks[-1][1].append(frame(text))
+        elif draft is not None and (m := STACK_ROLE_RE.match(text)):
+            role = "freed" if m["role"] == "freed" else "allocated"
+            draft.stacks.append((role, []))
+        elif draft is not None and THREAD_CREATED_RE.match(text):
+            draft.stacks.append(("thread-created", []))
+        elif draft is not None and LOCATED_RE.match(text):
+            draft.details.append(text)
+        elif m := SUMMARY_RE.match(text):
+            summaries += 1
+            if draft is not None:
+                km = KIND_RE.match(m["text"])
+                if km and draft.finding.kind != "memory-leak":
+                    draft.finding = replace(draft.finding, kind=km["kind"])
+                close()
+        elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line):
+            close()  # the process ended after its reports: nothing more is coming
+            ended = True
+        elif m := RUNTIME_ERROR_RE.match(text):
+            tool_errors.append(m["message"])
+        elif PRELOAD_FAILED_RE.match(text):
+            tool_errors.append(text)
+    close()
+    return ParseResult(
+        findings=tuple(findings),
+        summary_count=summaries if ended else None,
+        complete=ended,
+        tool_errors=tuple(dict.fromkeys(tool_errors)),
+        summary_lines=(f"{summaries} AddressSanitizer report(s)",) if ended else (),
+    )
+
+
+def find_runtime(compiler: str = "gcc") -> Path:
+    """The ASan runtime the compiler links against; CheckerUnavailable if there is none."""
+    try:
+        out = proc.capture([compiler, "-print-file-name=libasan.so"], timeout=60)
+    except ProcessStartError as exc:
+        raise CheckerUnavailable(
+            NAME,
+            f"{compiler}: {exc.reason}",
+            hint="install gcc (with libasan) or pass another compiler",
+        ) from None
+    path = Path(out.output.strip())
+    # the compiler echoes the bare name back when it has no such file
+    if out.returncode != 0 or not path.is_absolute() or not path.exists():
+        raise CheckerUnavailable(
+            NAME,
+            f"`{compiler} -print-file-name=libasan.so` found no runtime "
+            f"(it printed {out.output.strip()!r})",
+            hint="install the AddressSanitizer runtime (Debian/Ubuntu: libasan8 or gcc's "
+            "libgcc-*-dev)",
+        )
+    return path.resolve()
+
+
+def merge_options(user: str = "") -> str:
+    """ASAN_OPTIONS: csorch's defaults, then the user's, then what csorch requires."""
+    parts = [*DEFAULT_OPTIONS, *(p for p in re.split(r"[:\s]+", user) if p), *REQUIRED_OPTIONS]
+    return ":".join(parts)
+
+
+class Asan:
+    """ASan with the runtime at `runtime` (found through `compiler` when None)."""
+
+    name = NAME
+    checkers = frozenset({Checker.MEMCHECK})
+
+    def __init__(self, runtime: Path | str | None = None, *, compiler: str = "gcc") -> None:
+        self.runtime = Path(runtime) if runtime is not None else None
+        self.compiler = compiler
+
+    def _runtime(self) -> Path:
+        if self.runtime is None:
+            self.runtime = find_runtime(self.compiler)
+        return self.runtime
+
+    def build_flags(self) -> BuildFlags:
+        return BuildFlags(cflags=COMPILE_FLAGS, ldflags=LINK_FLAGS)
+
+    def probe(self) -> ToolInfo:
+        runtime = self._runtime()
+        out = proc.capture([self.compiler, "-dumpfullversion"], timeout=60)
+        version = out.output.strip() if out.returncode == 0 else "unknown"
+        return ToolInfo(NAME, str(runtime), f"{self.compiler} {version}")
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        checker: Checker,
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> Wrapped:
+        """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
+        not apply and are ignored; `log_path` is unused: reports go to stderr."""
+        if checker not in self.checkers:
+            raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
+        env = env or {}
+        preload = " ".join(p for p in (str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
+        delta = (
+            ("ASAN_OPTIONS", merge_options(env.get("ASAN_OPTIONS", ""))),
+            ("LD_PRELOAD", preload),
+        )
+        return Wrapped(argv=tuple(argv), env=delta, log_path=None)
+
+    def parse(self, lines: Iterable[str]) -> ParseResult:
+        return parse(lines)
+
+    def liveness(self, result: ParseResult) -> Liveness:
+        if result.tool_errors:
+            return Liveness(False, result.tool_errors[0])
+        if not result.complete:
+            return Liveness(
+                False,
+                "no 'AddressSanitizer exit stats' marker: the runtime was "
+                "not loaded or the process did not exit normally",
+            )
+        return Liveness(True, "exit-stats marker present")

@@ -1,0 +1,102 @@
+"""What a backend is: one checker's flags, wrapping, version probe, liveness and parser.
+
+A backend wraps a test command (argv + environment) so that its checker watches it,
+says which log to parse afterwards, and parses that log into a `ParseResult`. Parsing
+is pure: text lines in, records out; no files, no environment. Probing the tool's
+version starts a process, through `proc` only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from orchestrator.model import Checker, Env, ParseResult
+from orchestrator.serial import Record
+
+__all__ = [
+    "CASE_BEGIN_RE",
+    "CASE_END_RE",
+    "Backend",
+    "BuildFlags",
+    "Liveness",
+    "ParseResult",
+    "ToolInfo",
+    "Wrapped",
+]
+
+# Case boundaries written by the pytest plugin `orchestrator.case_markers` into the same
+# stream as the checker's output; findings between the two belong to that test.
+# [csorch-case-begin] tests/regression/test_rng_ownership.py::test_replay[cpu]
+CASE_BEGIN_RE = re.compile(r"^\[csorch-case-begin\] (?P<case>.+?)\s*$")
+# [csorch-case-end] tests/regression/test_rng_ownership.py::test_replay[cpu]
+CASE_END_RE = re.compile(r"^\[csorch-case-end\] (?P<case>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class ToolInfo(Record):
+    """A checker found on this host."""
+
+    name: str
+    path: str
+    version: str
+
+
+@dataclass(frozen=True)
+class BuildFlags(Record):
+    """Extra flags a build needs for this checker (they enter the build-cache key)."""
+
+    cflags: tuple[str, ...] = ()  # host C/C++ compiler
+    cuda_cflags: tuple[str, ...] = ()  # nvcc
+    ldflags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Wrapped(Record):
+    """A command ready to run under a checker."""
+
+    argv: tuple[str, ...]
+    env: Env  # set on top of the attempt's environment
+    log_path: Path | None  # the checker's own log; None: parse the command's output log
+
+
+@dataclass(frozen=True)
+class Liveness(Record):
+    """Whether the checker demonstrably watched the run."""
+
+    live: bool
+    reason: str
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    checkers: frozenset[Checker]  # the run checkers this backend can serve
+
+    def build_flags(self) -> BuildFlags: ...
+
+    def probe(self) -> ToolInfo:
+        """Find the tool and its version; raise CheckerUnavailable if it cannot run."""
+        ...
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        checker: Checker,
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> Wrapped:
+        """`argv` under the checker. `env` is the attempt's environment delta, so that a
+        backend can extend a variable (LD_PRELOAD) instead of replacing it. `log_path`:
+        where the checker writes its own log; None keeps its output in the command's
+        stream, interleaved with the case markers (how findings are attributed)."""
+        ...
+
+    def parse(self, lines: Iterable[str]) -> ParseResult: ...
+
+    def liveness(self, result: ParseResult) -> Liveness: ...

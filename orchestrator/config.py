@@ -1,0 +1,432 @@
+"""Experiment configs: YAML in, a validated `Experiment` out.
+
+Every error names the file, the line and the key, says what is allowed, and suggests
+the closest key for a misspelt one. Paths are relative to the config file.
+
+    name: nvfp4-rng-ownership            # letters, digits, '.', '_', '-'
+    description: RNG state owners must outlive the quantization launch.
+    source: ../ext                        # a directory, or:
+    # source: {git: .., ref: v0.3.0, subdir: ext}   (ref defaults to HEAD)
+    variants:
+      - name: patched                     # also a directory name: [A-Za-z0-9._-]
+        build: jit                        # jit | wheel | command, or a mapping:
+      - name: rebuilt
+        patches: [../controls/rng-owner-scope.patch]   # applied in order
+        build: {kind: jit, flags: [-DQEXT_TRACE]}
+      - name: installed
+        patches: [../controls/rng-owner-scope.patch]
+        build: wheel
+      # - name: c-fixed
+      #   build: {kind: command, command: [make, bug], outputs: [bug], env: {CC: gcc}}
+      #   source: {git: ../subject, ref: fixed}   (a variant may override the source)
+    runs:
+      - name: plain                       # the caching allocator stays on
+        checker: none
+      - name: memcheck                    # none | memcheck | initcheck | racecheck | synccheck
+        checker: memcheck
+        options: [--padding, 512]         # extra compute-sanitizer options
+        env: {PYTORCH_NO_CUDA_MEMORY_CACHING: 1}
+        repeats: 4                        # overrides the experiment's
+        timeout: 30m
+    cases:
+      - ../tests/regression/test_rng_ownership.py          # a pytest path or node id
+      - {name: sr, pytest: ../tests/regression/test_sr_reference.py, marker: "not slow"}
+      # - [./bug, "8"]                    # a command (argv), run in the variant's tree
+    repeats: 1                            # N, default 1
+    timeout: 15m                          # per attempt: seconds or 90s / 10m / 2h
+    expect:
+      controls: [rebuilt, installed]      # must show the target...
+      fix: patched                        # ...which this variant must not show
+      min_hits: 3                         # k of N (default: every repeat)
+      target:                             # omit: whatever every control reproduces
+        - {checker: memcheck, kind: invalid-access, function: "*nvfp4*"}    # string
+        - {checker: asan, kind: heap-use-after-free, frame: "*nvfp4*"}      # fields: globs
+      # target: {outcome: failed, case: "*replay*"}   (a regression instead of a finding)
+
+Signature targets watch runs with a checker and outcome targets plain runs, unless a
+target names its `run`; a target that names its `checker` counts only where that tool
+ran (give a memcheck and an asan target to serve both backends). A config may describe
+an experiment without `expect`; it is then tabulated but not judged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from orchestrator.backends.compute_sanitizer import RESERVED_OPTIONS
+from orchestrator.model import (
+    RUN_CHECKERS,
+    BuildKind,
+    BuildSpec,
+    Case,
+    CaseKind,
+    Checker,
+    Env,
+    Expectations,
+    Experiment,
+    Outcome,
+    Run,
+    SourceKind,
+    SourceSpec,
+    TargetPattern,
+    Variant,
+)
+from orchestrator.schema import (
+    BUILD,
+    CASE,
+    DURATION_RE,
+    ENV_NAME_RE,
+    EXPECT,
+    NAME_RE,
+    NAME_RULE,
+    RUN,
+    SIGNATURE_KEYS,
+    SOURCE,
+    TARGET,
+    TOP,
+    UNITS,
+    URL_RE,
+    VARIANT,
+)
+from orchestrator.yamlview import View, load
+
+
+def load_experiment(path: Path | str) -> Experiment:
+    """Read and validate an experiment config; raises ConfigError."""
+    path = Path(path).resolve()
+    return _Reader(path).experiment(load(path))
+
+
+def _choice(view: View, enum: type, allowed: tuple) -> object:
+    value = view.text()
+    names = [a.value for a in allowed]
+    if value not in names:
+        raise view.error(f"'{value}' is not allowed; choose one of: {', '.join(names)}")
+    return enum(value)
+
+
+def _name(view: View) -> str:
+    value = view.text("a name")
+    if not NAME_RE.match(value) or value in (".", ".."):
+        raise view.error(f"'{value}' is not a safe name; use {NAME_RULE}")
+    return value
+
+
+def _duration(view: View) -> float:
+    value = view.value()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    m = DURATION_RE.match(value) if isinstance(value, str) else None
+    if not m or float(m["n"]) <= 0:
+        raise view.error(
+            f"expected a positive duration, found {view.kind()}",
+            hint="write seconds (600) or a number with s, m or h (10m)",
+        )
+    return float(m["n"]) * UNITS[m["unit"]]
+
+
+def _env(view: View) -> Env:
+    pairs = []
+    for key, value in view.entries().items():
+        if not ENV_NAME_RE.match(key):
+            raise value.error("not a valid environment variable name")
+        pairs.append((key, value.word()))
+    return tuple(sorted(pairs))
+
+
+def _unique(views_and_names: list[tuple[View, str]], what: str) -> None:
+    seen: dict[str, View] = {}
+    for view, name in views_and_names:
+        if view.is_mapping:  # point at the name itself when it was written out
+            view = view.entries().get("name", view)
+        key = name.casefold()  # variant names become directories: also on macOS
+        if key in seen:
+            raise view.error(f"duplicate {what} name '{name}' (first on line {seen[key].line})")
+        seen[key] = view
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")
+    return slug[:64].rstrip("-._") or "case"
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.base = path.parent
+
+    def _path(self, view: View, *, directory: bool) -> Path:
+        text = view.text("a path")
+        path = (self.base / text).resolve()
+        if directory and not path.is_dir():
+            raise view.error(f"no such directory: {path}")
+        if not directory and not path.is_file():
+            raise view.error(f"no such file: {path}")
+        return path
+
+    def experiment(self, root: View) -> Experiment:
+        f = root.mapping(TOP)
+        name = _name(f.require("name"))
+        source = self.source(f.require("source"))
+        variants = [self.variant(v) for v in f.require("variants").items()]
+        runs = [self.run(r) for r in f.require("runs").items()]
+        cases = [self.case(c) for c in f.require("cases").items()]
+        for key, items in (("variants", variants), ("runs", runs), ("cases", cases)):
+            if not items:
+                raise f.require(key).error(f"needs at least one entry ({TOP[key]})")
+        _unique(
+            [(v, x.name) for v, x in zip(f.require("variants").items(), variants, strict=True)],
+            "variant",
+        )
+        _unique([(v, x.name) for v, x in zip(f.require("runs").items(), runs, strict=True)], "run")
+        _unique(
+            [(v, x.name) for v, x in zip(f.require("cases").items(), cases, strict=True)], "case"
+        )
+        repeats = f.get("repeats")
+        timeout = f.get("timeout")
+        description = f.get("description")
+        experiment = Experiment(
+            name=name,
+            source=source,
+            variants=tuple(variants),
+            runs=tuple(runs),
+            cases=tuple(cases),
+            repeats=repeats.integer(minimum=1) if repeats else 1,
+            timeout=_duration(timeout) if timeout else 900.0,
+            description=description.text() if description else "",
+            config=self.path,
+        )
+        expect = f.get("expect")
+        if expect is None:
+            return experiment
+        return dataclasses.replace(experiment, expect=self.expect(expect, experiment))
+
+    def source(self, view: View) -> SourceSpec:
+        if not view.is_mapping:
+            return SourceSpec(SourceKind.PATH, str(self._path(view, directory=True)))
+        f = view.mapping(SOURCE)
+        path, git = f.get("path"), f.get("git")
+        if (path is None) == (git is None):
+            raise view.error("give exactly one of 'path' or 'git'")
+        if path is not None:
+            for key in ("ref", "subdir"):
+                if key in f:
+                    raise f.require(key).error(
+                        "applies to a git source only", hint="for a directory, point 'path' at it"
+                    )
+            return SourceSpec(SourceKind.PATH, str(self._path(path, directory=True)))
+        assert git is not None
+        text = git.text("a repository")
+        location = text if URL_RE.match(text) else str(self._path(git, directory=True))
+        ref = f.get("ref")
+        subdir = f.get("subdir")
+        sub = subdir.text("a directory") if subdir else ""
+        if sub and (sub.startswith("/") or ".." in Path(sub).parts):
+            raise subdir.error("must be a relative path inside the repository")  # type: ignore[union-attr]
+        return SourceSpec(SourceKind.GIT, location, ref.text("a ref") if ref else "HEAD", sub)
+
+    def variant(self, view: View) -> Variant:
+        f = view.mapping(VARIANT)
+        patches = f.get("patches")
+        build = f.require("build")
+        source = f.get("source")
+        description = f.get("description")
+        return Variant(
+            name=_name(f.require("name")),
+            build=self.build(build),
+            patches=tuple(self._path(p, directory=False) for p in patches.items())
+            if patches
+            else (),
+            source=self.source(source) if source else None,
+            description=description.text() if description else "",
+        )
+
+    def build(self, view: View) -> BuildSpec:
+        kinds = tuple(BuildKind)
+        if not view.is_mapping:
+            kind = _choice(view, BuildKind, kinds)
+            if kind is BuildKind.COMMAND:
+                raise view.error(
+                    "a command build needs its argv",
+                    hint="write build: {kind: command, command: [make]}",
+                )
+            return BuildSpec(kind)  # type: ignore[arg-type]
+        f = view.mapping(BUILD)
+        kind = _choice(f.require("kind"), BuildKind, kinds)
+        command = f.get("command")
+        if kind is BuildKind.COMMAND:
+            argv = f.require("command").words(allow_single=False)
+            if not argv:
+                raise f.require("command").error("must not be empty")
+            for key in ("description", "flags"):
+                if key in f:
+                    raise f.require(key).error("applies to jit and wheel builds only")
+        elif command is not None:
+            raise command.error(f"applies to command builds only, not {kind.value}")  # type: ignore[attr-defined]
+        description, outputs = f.get("description"), f.get("outputs")
+        env, flags = f.get("env"), f.get("flags")
+        return BuildSpec(
+            kind=kind,  # type: ignore[arg-type]
+            command=argv if kind is BuildKind.COMMAND else (),
+            description=description.text("a path") if description else "",
+            outputs=outputs.words() if outputs else (),
+            env=_env(env) if env else (),
+            flags=flags.words() if flags else (),
+        )
+
+    def run(self, view: View) -> Run:
+        f = view.mapping(RUN)
+        if f.require("checker").value() == "asan":
+            raise f.require("checker").error(
+                "'asan' is a backend, not a run checker",
+                hint="write memcheck: ASan stands in for it with --backend asan (or auto on a "
+                "host without a GPU)",
+            )
+        checker = _choice(f.require("checker"), Checker, RUN_CHECKERS)
+        options = f.get("options")
+        opts = options.words() if options else ()
+        if opts and checker is Checker.NONE:
+            raise options.error("options are checker options; this run's checker is none")  # type: ignore[union-attr]
+        for item in options.items() if options and options.is_list else ():
+            flag = item.word().split("=", 1)[0]
+            if flag in RESERVED_OPTIONS:
+                raise item.error(f"{flag} is set by csorch: {RESERVED_OPTIONS[flag]}")
+        env, repeats = f.get("env"), f.get("repeats")
+        timeout, description = f.get("timeout"), f.get("description")
+        return Run(
+            name=_name(f.require("name")),
+            checker=checker,  # type: ignore[arg-type]
+            options=opts,
+            env=_env(env) if env else (),
+            repeats=repeats.integer(minimum=1) if repeats else None,
+            timeout=_duration(timeout) if timeout else None,
+            description=description.text() if description else "",
+        )
+
+    def _pytest_target(self, view: View) -> str:
+        text = view.word()
+        file_part, sep, rest = text.partition("::")
+        path = (self.base / file_part).resolve()
+        if not path.exists():
+            raise view.error(f"no such test file or directory: {path}")
+        return str(path) + sep + rest
+
+    def case(self, view: View) -> Case:
+        if view.is_list:
+            argv = view.words(allow_single=False)
+            if not argv:
+                raise view.error("a command case needs a non-empty argv")
+            return Case(
+                _slug(" ".join([Path(argv[0]).name, *argv[1:]])), CaseKind.COMMAND, command=argv
+            )
+        if not view.is_mapping:
+            target = self._pytest_target(view)
+            return Case(
+                _slug(Path(view.word()).name.replace(".py", "")), CaseKind.PYTEST, pytest=(target,)
+            )
+        f = view.mapping(CASE)
+        pytest, command = f.get("pytest"), f.get("command")
+        if (pytest is None) == (command is None):
+            raise view.error("give exactly one of 'pytest' or 'command'")
+        name = f.get("name")
+        if command is not None:
+            argv = command.words(allow_single=False)
+            if not argv:
+                raise command.error("must not be empty")
+            if "marker" in f:
+                raise f.require("marker").error("applies to pytest cases only")
+            derived = _slug(" ".join([Path(argv[0]).name, *argv[1:]]))
+            return Case(_name(name) if name else derived, CaseKind.COMMAND, command=argv)
+        assert pytest is not None
+        items = list(pytest.items()) if pytest.is_list else [pytest]
+        if not items:
+            raise pytest.error("needs at least one path or node id")
+        marker = f.get("marker")
+        derived = _slug(Path(items[0].word()).name.replace(".py", ""))
+        return Case(
+            name=_name(name) if name else derived,
+            kind=CaseKind.PYTEST,
+            pytest=tuple(self._pytest_target(i) for i in items),
+            marker=marker.text("a marker expression") if marker else "",
+        )
+
+    def expect(self, view: View, experiment: Experiment) -> Expectations:
+        f = view.mapping(EXPECT)
+        names = {v.name for v in experiment.variants}
+        controls_view, fix_view = f.require("controls"), f.require("fix")
+        controls_items = list(controls_view.items()) if controls_view.is_list else [controls_view]
+        controls: list[str] = []
+        for item in controls_items:
+            name = item.text("a variant name")
+            if name not in names:
+                raise item.error(f"no variant named '{name}'; variants: {', '.join(sorted(names))}")
+            if name in controls:
+                raise item.error(f"'{name}' is listed twice")
+            controls.append(name)
+        if not controls:
+            raise controls_view.error("needs at least one control variant")
+        fix = fix_view.text("a variant name")
+        if fix not in names:
+            raise fix_view.error(f"no variant named '{fix}'; variants: {', '.join(sorted(names))}")
+        if fix in controls:
+            raise fix_view.error(f"'{fix}' cannot be both a control and the fix")
+        target = f.get("target")
+        target_views = (list(target.items()) if target.is_list else [target]) if target else []
+        targets = tuple(self.target(t, experiment) for t in target_views)
+        min_hits_view = f.get("min_hits")
+        min_hits = min_hits_view.integer(minimum=1) if min_hits_view else None
+        checked: list[tuple[View, TargetPattern | None]] = list(
+            zip(target_views, targets, strict=True)
+        )
+        for t_view, pattern in checked or [(view, None)]:
+            runs = [r for r in experiment.runs if pattern is None or pattern.applies_to(r)]
+            if not runs:
+                watched = (
+                    "plain runs (checker: none)"
+                    if pattern and pattern.outcome
+                    else "runs with a checker"
+                )
+                raise t_view.error(
+                    f"this target watches {watched}, and the experiment has none",
+                    hint="add such a run, or name one with 'run:'",
+                )
+            for run in runs:
+                n = experiment.repeats_for(run)
+                if min_hits is not None and min_hits > n:
+                    raise min_hits_view.error(  # type: ignore[union-attr]
+                        f"min_hits {min_hits} exceeds the {n} repeat(s) of run '{run.name}'"
+                    )
+        return Expectations(tuple(controls), fix, min_hits, targets)
+
+    def target(self, view: View, experiment: Experiment) -> TargetPattern:
+        f = view.mapping(TARGET)
+        values: dict[str, object] = {}
+        for key in SIGNATURE_KEYS + ("case",):
+            item = f.get(key)
+            if item is not None:
+                values[key] = item.integer(minimum=0) if key == "size" else item.text()
+        checker = f.get("checker")
+        if checker is not None:
+            _choice(checker, Checker, tuple(c for c in Checker if c is not Checker.NONE))
+        run = f.get("run")
+        if run is not None:
+            values["run"] = run.text("a run name")
+            if values["run"] not in {r.name for r in experiment.runs}:
+                raise run.error(f"no run named '{values['run']}'")
+        outcome = f.get("outcome")
+        if outcome is not None:
+            values["outcome"] = _choice(outcome, Outcome, (Outcome.FAILED, Outcome.ERROR))
+            mixed = [k for k in SIGNATURE_KEYS if k in values]
+            if mixed:
+                raise outcome.error(
+                    f"an outcome target cannot also match findings ({mixed[0]})",
+                    hint="give two targets instead",
+                )
+        if not values or set(values) <= {"run", "case"}:
+            raise view.error(
+                "a target needs at least one signature key or 'outcome'",
+                hint="signature keys: " + ", ".join(SIGNATURE_KEYS),
+            )
+        return TargetPattern(**values)  # type: ignore[arg-type]

@@ -1,0 +1,150 @@
+"""Findings -> signatures: what makes two reports "the same defect".
+
+A signature keeps (checker, kind, access, space, size, code, function, top frames) and
+drops everything that changes from run to run or build to build: addresses, thread and
+block ids, pcs and offsets, line numbers (a patch shifts them), directories (each
+variant builds in its own tree) and the argument lists of demangled names (they
+depend on `--demangle`). Frames inside the checker's runtime or the C library are
+skipped before taking the top ones, as ClusterFuzz does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from orchestrator.model import Finding, Frame, Signature, TargetPattern
+from orchestrator.serial import Record
+
+TOP_FRAMES = 3
+
+# "kernel(float *)+0xb0", "foo [clone .constprop.0]"
+_OFFSET_RE = re.compile(r"\s*\+\s*0x[0-9a-fA-F]+$")
+_CLONE_RE = re.compile(r"\s*\[clone [^\]]*\]")
+_QUALIFIERS_RE = re.compile(r"(\s+(const|volatile|&&?|noexcept))+$")
+
+# frames that say where the checker or libc sits, not where the defect is
+_NOISE_FUNCTION_RE = re.compile(
+    r"^(__interceptor_|__asan_|__sanitizer_|__lsan_|__ubsan_|___?interceptor_"
+    r"|__libc_start|_start$|start_thread$|clone3?$)"
+)
+_NOISE_MODULE_RE = re.compile(
+    r"(^|/)(libasan|libclang_rt\.asan|libc\.so|libcuda\.so|libcudart\.so)"
+)
+
+
+def normalize_function(name: str) -> str:
+    """`void ns::k<float, 4>(const float *, int) const+0x10` -> `ns::k<float, 4>`."""
+    name = _CLONE_RE.sub("", _OFFSET_RE.sub("", name.strip()))
+    name = _QUALIFIERS_RE.sub("", name)
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                # keep "operator()" and friends whole
+                if i > 0 and not name[:i].endswith("operator"):
+                    name = name[:i]
+                break
+    # a return type is whatever precedes the last space outside template brackets
+    depth, cut = 0, -1
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == " " and depth == 0 and not name[:i].endswith("operator"):
+            cut = i
+    return name[cut + 1 :] if cut >= 0 else name
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def normalize_frame(frame: Frame) -> str:
+    """`function (file)`, or the module when the frame has no symbol."""
+    function = normalize_function(frame.function) if frame.function else ""
+    where = _basename(frame.file) if frame.file else _basename(frame.module)
+    if function and where:
+        return f"{function} ({where})"
+    return function or where or "?"
+
+
+def is_noise(frame: Frame) -> bool:
+    if frame.function and _NOISE_FUNCTION_RE.match(frame.function):
+        return True
+    return bool(frame.module and _NOISE_MODULE_RE.search(frame.module))
+
+
+def top_frames(frames: Iterable[Frame], n: int = TOP_FRAMES) -> tuple[Frame, ...]:
+    kept = [f for f in frames if not is_noise(f)]
+    return tuple(kept[:n])
+
+
+def signature(finding: Finding) -> Signature:
+    """The normalized identity of one finding."""
+    if finding.frames:
+        frames = top_frames(finding.frames)
+    else:
+        frames = top_frames(f for f in finding.host_frames if f.function)
+    names = tuple(normalize_frame(f) for f in frames)
+    function = normalize_function(frames[0].function) if frames and frames[0].function else ""
+    return Signature(
+        checker=finding.checker.value,
+        kind=finding.kind,
+        access=finding.access,
+        space=finding.space,
+        size=finding.size,
+        code=finding.code,
+        function=function,
+        frames=names,
+    )
+
+
+def fingerprint(sig: Signature) -> str:
+    """Stable sha256 of the signature (the SARIF partial fingerprint)."""
+    text = json.dumps(sig.to_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SignatureCount(Record):
+    signature: Signature
+    count: int
+    fingerprint: str
+    example: Finding  # the first finding seen with this signature
+
+
+def group(findings: Iterable[Finding]) -> tuple[SignatureCount, ...]:
+    """Findings grouped by signature, most frequent first (ties by fingerprint)."""
+    counts: dict[Signature, int] = {}
+    examples: dict[Signature, Finding] = {}
+    for finding in findings:
+        sig = signature(finding)
+        counts[sig] = counts.get(sig, 0) + 1
+        examples.setdefault(sig, finding)
+    groups = [SignatureCount(s, c, fingerprint(s), examples[s]) for s, c in counts.items()]
+    return tuple(sorted(groups, key=lambda g: (-g.count, g.fingerprint)))
+
+
+def matches(pattern: TargetPattern, sig: Signature) -> bool:
+    """Whether a signature fits a target pattern's signature fields."""
+    if pattern.outcome is not None:
+        return False
+    if pattern.size is not None and sig.size != pattern.size:
+        return False
+    fields = (
+        (pattern.checker, sig.checker),
+        (pattern.kind, sig.kind),
+        (pattern.access, sig.access),
+        (pattern.space, sig.space),
+        (pattern.function, sig.function),
+    )
+    if not all(fnmatch.fnmatchcase(value, glob) for glob, value in fields if glob):
+        return False
+    return not pattern.frame or any(fnmatch.fnmatchcase(f, pattern.frame) for f in sig.frames)

@@ -1,0 +1,428 @@
+"""Judging: attempts in, outcomes and verdicts out. Pure functions, no I/O.
+
+Causality (DESIGN.md, "Verdicts"): every control shows the target in at least k of N
+repeats, the fix shows it in none, and the controls agree with each other. The rules
+this module applies, in order:
+- FAIL when the fix shows a target in any repeat: that is evidence, even from an
+  attempt whose log is incomplete (a finding that was printed was found).
+- INCONCLUSIVE when anything needed is missing or untrustworthy: a variant that did
+  not build, a repeat without attempts, an attempt that timed out or whose log is
+  incomplete, a control that shows the target in fewer than k repeats (the defect is
+  not demonstrated, so its removal cannot be), controls that disagree, or no target.
+- PASS otherwise. Absence of a finding counts only from conclusive attempts.
+Without an explicit target, the targets are what every control reproduces in k of N
+repeats: the signatures of each checker run and the failing cases of each plain run.
+A target that names its checker applies only where that tool actually watched the run,
+so `checker: memcheck` and `checker: asan` targets let one config serve both backends.
+`Attempt.repeat` counts from 0; a repeat is a hit when any of its attempts (any case,
+any device) shows the target.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from orchestrator.findings import fingerprint, matches, signature
+from orchestrator.model import (
+    Attempt,
+    Checker,
+    Experiment,
+    Outcome,
+    Run,
+    Signature,
+    TargetPattern,
+    Verdict,
+)
+from orchestrator.serial import Record
+
+# --- per variant x run x case -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SignatureTally(Record):
+    fingerprint: str
+    label: str
+    count: int  # findings with this signature, all repeats together
+    repeats: int  # attempts in which it appeared
+
+
+@dataclass(frozen=True)
+class CaseResult(Record):
+    variant: str
+    run: str
+    case: str
+    outcome: Outcome  # over all repeats: see `aggregate`
+    outcomes: tuple[Outcome, ...]  # one per attempt, in repeat order
+    conclusive: bool
+    reasons: tuple[str, ...]  # why not conclusive
+    signatures: tuple[SignatureTally, ...]
+    findings: int  # parsed records
+    summary_count: int | None  # the checker's own count, summed; None if any is missing
+
+
+def aggregate(outcomes: Iterable[Outcome]) -> Outcome:
+    """ERROR if any attempt errored, else FAILED if any failed, else SKIPPED if all were
+    skipped, else PASSED. No attempts at all is an ERROR (nothing ran)."""
+    seen = set(outcomes)
+    for worst in (Outcome.ERROR, Outcome.FAILED):
+        if worst in seen:
+            return worst
+    if not seen:
+        return Outcome.ERROR
+    return Outcome.SKIPPED if seen == {Outcome.SKIPPED} else Outcome.PASSED
+
+
+def case_results(attempts: Iterable[Attempt]) -> tuple[CaseResult, ...]:
+    """One row per variant x run x case, in the order the attempts came."""
+    groups: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
+    for attempt in attempts:
+        groups[(attempt.variant, attempt.run, attempt.case)].append(attempt)
+    return tuple(_case_result(key, group) for key, group in groups.items())
+
+
+def _case_result(key: tuple[str, str, str], attempts: list[Attempt]) -> CaseResult:
+    attempts = sorted(attempts, key=lambda a: (a.repeat, a.device))
+    tallies: dict[str, list] = {}
+    for attempt in attempts:
+        seen_here: set[str] = set()
+        for finding in attempt.findings:
+            sig = signature(finding)
+            fp = fingerprint(sig)
+            tally = tallies.setdefault(fp, [sig.label(), 0, 0])
+            tally[1] += 1
+            if fp not in seen_here:
+                seen_here.add(fp)
+                tally[2] += 1
+    counts = [a.parse.summary_count if a.parse else None for a in attempts]
+    sanitized = any(a.checker is not Checker.NONE for a in attempts)
+    reasons = tuple(
+        dict.fromkeys(
+            f"repeat {a.repeat}: {a.inconclusive_reason}" for a in attempts if not a.conclusive
+        )
+    )
+    return CaseResult(
+        variant=key[0],
+        run=key[1],
+        case=key[2],
+        outcome=aggregate(a.outcome for a in attempts),
+        outcomes=tuple(a.outcome for a in attempts),
+        conclusive=not reasons,
+        reasons=reasons,
+        signatures=tuple(
+            SignatureTally(fp, label, count, repeats)
+            for fp, (label, count, repeats) in sorted(tallies.items(), key=lambda i: -i[1][1])
+        ),
+        findings=sum(len(a.findings) for a in attempts),
+        summary_count=sum(c for c in counts if c is not None)
+        if sanitized and None not in counts
+        else None,
+    )
+
+
+# --- causality ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hits(Record):
+    variant: str
+    run: str
+    target: str
+    hits: int  # repeats in which the target appeared
+    repeats: int  # N
+    unknown: int  # repeats without a hit whose evidence is not conclusive
+
+
+@dataclass(frozen=True)
+class Judgement(Record):
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    hits: tuple[Hits, ...] = ()
+    targets: tuple[str, ...] = ()
+    unexpected: tuple[tuple[str, str], ...] = ()  # (run, signature) the fix shows beyond targets
+
+
+@dataclass(frozen=True)
+class _Target:
+    label: str
+    applies: Callable[[Run, Checker], bool]  # (run, the tool that actually watched it)
+    hit: Callable[[Attempt], bool]
+    covers: Callable[[Signature], bool]  # whether a finding's signature is this target
+
+
+def _pattern_label(p: TargetPattern) -> str:
+    fields = {k: v for k, v in p.to_dict().items() if v not in ("", None)}
+    return " ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def _pattern_target(p: TargetPattern) -> _Target:
+    def hit(a: Attempt) -> bool:
+        if p.case and not fnmatch.fnmatchcase(a.case, p.case):
+            return False
+        if p.outcome is not None:
+            return a.conclusive and a.outcome is p.outcome
+        return any(matches(p, signature(f)) for f in a.findings)
+
+    def applies(run: Run, tool: Checker) -> bool:
+        # a pattern naming its checker waits for that tool: with `checker: asan` and
+        # `checker: memcheck` targets, one config serves both backends
+        return p.applies_to(run) and (not p.checker or fnmatch.fnmatchcase(tool.value, p.checker))
+
+    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig))
+
+
+def _signature_target(run: str, fp: str, label: str) -> _Target:
+    return _Target(
+        f"{run}: {label}",
+        lambda r, _: r.name == run,
+        lambda a: any(fingerprint(signature(f)) == fp for f in a.findings),
+        lambda sig: fingerprint(sig) == fp,
+    )
+
+
+def _failure_target(run: str, case: str) -> _Target:
+    return _Target(
+        f"{run}: case {case} failed",
+        lambda r, _: r.name == run,
+        lambda a: a.conclusive and a.case == case and a.outcome is Outcome.FAILED,
+        lambda sig: False,
+    )
+
+
+class _Index:
+    """Attempts by variant, run and repeat, with each repeat's status for a target."""
+
+    def __init__(self, experiment: Experiment, attempts: Iterable[Attempt]) -> None:
+        self.experiment = experiment
+        self.cases = [c.name for c in experiment.cases]
+        self.by: dict[tuple[str, str, int], list[Attempt]] = defaultdict(list)
+        self.tools: dict[str, Checker] = {}
+        for a in attempts:
+            self.by[(a.variant, a.run, a.repeat)].append(a)
+            self.tools.setdefault(a.run, a.checker)
+
+    def tool(self, run: Run) -> Checker:
+        """The checker that watched a run (ASAN standing in for memcheck, say)."""
+        return self.tools.get(run.name, run.checker)
+
+    def repeats(self, variant: str, run: Run) -> list[tuple[list[Attempt], str]]:
+        """Per repeat: its attempts and why its evidence is incomplete ("" if it is not)."""
+        out = []
+        for r in range(self.experiment.repeats_for(run)):
+            attempts = self.by.get((variant, run.name, r), [])
+            missing = sorted(set(self.cases) - {a.case for a in attempts})
+            bad = [a for a in attempts if not a.conclusive]
+            why = (
+                f"no attempt of case {missing[0]}"
+                if missing
+                else f"case {bad[0].case}: {bad[0].inconclusive_reason}"
+                if bad
+                else ""
+            )
+            out.append((attempts, why))
+        return out
+
+    def count(self, variant: str, run: Run, target: _Target) -> tuple[Hits, str]:
+        hits = unknown = 0
+        why = ""
+        for attempts, reason in self.repeats(variant, run):
+            if any(target.hit(a) for a in attempts):
+                hits += 1
+            elif reason:
+                unknown += 1
+                why = why or reason
+        n = self.experiment.repeats_for(run)
+        return Hits(variant, run.name, target.label, hits, n, unknown), why
+
+
+def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) -> list[_Target]:
+    """What every control reproduces in k of N repeats, per run."""
+    targets = []
+    for run in index.experiment.runs:
+        k = k_of(run)
+        shared: set[tuple[str, str]] | None = None
+        for control in controls:
+            per_repeat = [
+                {(fingerprint(s), s.label()) for a in attempts for s in map(signature, a.findings)}
+                if run.checker is not Checker.NONE
+                else {
+                    (a.case, f"case {a.case} {a.outcome.value}")
+                    for a in attempts
+                    if a.conclusive and a.outcome is Outcome.FAILED
+                }
+                for attempts, _ in index.repeats(control, run)
+            ]
+            tally: dict[tuple[str, str], int] = defaultdict(int)
+            for seen in per_repeat:
+                for item in seen:
+                    tally[item] += 1
+            reliable = {item for item, n in tally.items() if n >= k}
+            shared = reliable if shared is None else shared & reliable
+        for key, label in sorted(shared or ()):
+            targets.append(
+                _failure_target(run.name, key)
+                if run.checker is Checker.NONE
+                else _signature_target(run.name, key, label)
+            )
+    return targets
+
+
+def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
+    out: set[str] = set()
+    for attempts, _ in index.repeats(variant, run):
+        for a in attempts:
+            if run.checker is Checker.NONE:
+                if a.conclusive and a.outcome is Outcome.FAILED:
+                    out.add(f"case {a.case} failed")
+            else:
+                out.update(signature(f).label() for f in a.findings)
+    return out
+
+
+def causality(
+    experiment: Experiment,
+    attempts: Iterable[Attempt],
+    failed_builds: Mapping[str, str] | None = None,
+) -> Judgement:
+    """The experiment's causality verdict; `failed_builds` maps variant -> error."""
+    expect = experiment.expect
+    if expect is None:
+        return Judgement(Verdict.INCONCLUSIVE, ("the experiment states no expectations",))
+    index = _Index(experiment, attempts)
+    failed_builds = failed_builds or {}
+    fails: list[str] = []
+    unsure = [
+        f"variant {v} did not build: {failed_builds[v]}"
+        for v in (*expect.controls, expect.fix)
+        if v in failed_builds
+    ]
+
+    def k_of(run: Run) -> int:
+        n = experiment.repeats_for(run)
+        return min(expect.min_hits, n) if expect.min_hits is not None else n
+
+    if expect.targets:
+        targets = [_pattern_target(p) for p in expect.targets]
+    else:
+        targets = _derive(index, expect.controls, k_of)
+        if not targets:
+            unsure.append(
+                f"the controls share no finding or failure reproduced in k of N "
+                f"repeats: nothing for {expect.fix} to remove"
+            )
+    all_hits: list[Hits] = []
+    judged = [(t, r) for t in targets for r in experiment.runs if t.applies(r, index.tool(r))]
+    if targets and not judged:
+        tools = ", ".join(sorted({index.tool(r).value for r in experiment.runs}))
+        unsure.append(f"no target applies to the runs as they ran (checkers: {tools})")
+    for target, run in judged:
+        for control in expect.controls:
+            hits, why = index.count(control, run, target)
+            all_hits.append(hits)
+            if hits.unknown:
+                unsure.append(f"control {control}, run {run.name}: {why}")
+            elif hits.hits < k_of(run):
+                unsure.append(
+                    f"control {control} shows [{target.label}] in {hits.hits} of "
+                    f"{hits.repeats} repeats of run {run.name}; needs "
+                    f"{k_of(run)}: the defect is not demonstrated"
+                )
+        hits, why = index.count(expect.fix, run, target)
+        all_hits.append(hits)
+        if hits.hits:
+            fails.append(
+                f"fix {expect.fix} still shows [{target.label}] in {hits.hits} of "
+                f"{hits.repeats} repeats of run {run.name}"
+            )
+        elif hits.unknown:
+            unsure.append(f"fix {expect.fix}, run {run.name}: {why}")
+    for run in experiment.runs:
+        sets = {c: _signature_sets(index, c, run) for c in expect.controls}
+        first = expect.controls[0]
+        for other in expect.controls[1:]:
+            diff = sorted(sets[first] ^ sets[other])
+            if diff:
+                unsure.append(
+                    f"controls {first} and {other} disagree in run {run.name}: "
+                    f"{diff[0]}" + (f" (+{len(diff) - 1} more)" if len(diff) > 1 else "")
+                )
+    unexpected = set()
+    for run in experiment.runs:
+        for attempts, _ in index.repeats(expect.fix, run):
+            for sig in {signature(f) for a in attempts for f in a.findings}:
+                if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
+                    unexpected.add((run.name, sig.label()))
+    if fails:
+        verdict, reasons = Verdict.FAIL, fails + unsure
+    elif unsure:
+        verdict, reasons = Verdict.INCONCLUSIVE, unsure
+    else:
+        verdict = Verdict.PASS
+        reasons = [
+            f"{expect.fix} removes every target ({len(targets)}) that the controls "
+            f"({', '.join(expect.controls)}) reproduce"
+        ]
+    return Judgement(
+        verdict,
+        tuple(dict.fromkeys(reasons)),
+        tuple(all_hits),
+        tuple(dict.fromkeys(t.label for t, _ in judged)),
+        tuple(sorted(unexpected)),
+    )
+
+
+# --- the gate's liveness rule ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckerLiveness(Record):
+    checker: Checker
+    caught_by: tuple[str, ...]  # "experiment/variant" controls with a finding
+
+    @property
+    def live(self) -> bool:
+        return bool(self.caught_by)
+
+
+def liveness(runs: Iterable[tuple[Experiment, Sequence[Attempt]]]) -> tuple[CheckerLiveness, ...]:
+    """For each checker used, the positive controls it caught (a finding in a control)."""
+    caught: dict[Checker, list[str]] = {}
+    for experiment, attempts in runs:
+        controls = set(experiment.expect.controls) if experiment.expect else set()
+        for a in attempts:
+            if a.checker is Checker.NONE:
+                continue
+            who = caught.setdefault(a.checker, [])
+            label = f"{experiment.name}/{a.variant}"
+            if a.variant in controls and a.findings and label not in who:
+                who.append(label)
+    return tuple(
+        CheckerLiveness(c, tuple(by))
+        for c, by in sorted(caught.items(), key=lambda item: item[0].value)
+    )
+
+
+def gate(
+    verdicts: Mapping[str, Verdict], checkers: Sequence[CheckerLiveness]
+) -> tuple[Verdict, tuple[str, ...]]:
+    """A gate passes only if every experiment passes and every checker caught a control."""
+    fails = [f"{name}: fail" for name, v in verdicts.items() if v is Verdict.FAIL]
+    unsure = [f"{name}: inconclusive" for name, v in verdicts.items() if v is Verdict.INCONCLUSIVE]
+    unsure += [
+        f"{c.checker.value} caught no positive control: its liveness is unproven"
+        for c in checkers
+        if not c.live
+    ]
+    if not checkers:
+        unsure.append("no checker ran: nothing proves the gate could catch a defect")
+    if not verdicts:
+        unsure.append("the gate judged no experiment")
+    if fails:
+        return Verdict.FAIL, tuple(fails + unsure)
+    if unsure:
+        return Verdict.INCONCLUSIVE, tuple(unsure)
+    return Verdict.PASS, tuple(
+        f"{c.checker.value} caught {', '.join(c.caught_by)}" for c in checkers
+    )

@@ -1,0 +1,197 @@
+"""Child processes: the only module in csorch that starts one.
+
+`run` starts an argv in a new session (its own process group) with an environment
+delta, a working directory and a timeout; the child's stdout and stderr go straight
+into a log file (no pipe to drain, so a chatty or hung child cannot block csorch).
+On timeout, on Ctrl-C, and after a normal exit, the whole group is killed: a test must
+not outlive its attempt and keep a GPU busy. The exit status is data in the result,
+never an exception; only a program that cannot be started at all raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.errors import ProcessStartError
+from orchestrator.serial import Record
+
+DEFAULT_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+_POLL_MAX = 0.05
+
+
+@dataclass(frozen=True)
+class ProcResult(Record):
+    argv: tuple[str, ...]
+    returncode: int  # negative: killed by that signal
+    timed_out: bool
+    duration: float
+    log_path: Path
+    cwd: str
+    env_delta: tuple[tuple[str, str | None], ...]  # what was set (None: removed)
+
+
+@dataclass(frozen=True)
+class Captured(Record):
+    """The output of a short probe (`--version` and the like)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    timed_out: bool
+    output: str
+
+
+def build_env(
+    delta: Mapping[str, str | None] | None, base: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], tuple[tuple[str, str | None], ...]]:
+    """The child's environment (base + delta; None removes) and the sorted delta."""
+    env = dict(os.environ if base is None else base)
+    recorded: list[tuple[str, str | None]] = []
+    for key, value in sorted((delta or {}).items()):
+        if value is None:
+            env.pop(key, None)
+        elif isinstance(value, str):
+            env[key] = value
+        else:
+            raise TypeError(f"environment value for {key} must be a str, not {type(value)}")
+        recorded.append((key, value))
+    return env, tuple(recorded)
+
+
+def _start(argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(list(argv), start_new_session=True, **kwargs)  # type: ignore[call-overload]
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        raise ProcessStartError(argv, exc.strerror or str(exc)) from None
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, without reaping it: while it is an unreaped
+    zombie its pid (= the group id) cannot be reused, so killing the group is safe."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _wait_exit(pid: int, timeout: float | None) -> bool:
+    """Poll until the child exits (True) or `timeout` passes (False)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.0005
+    while not _exited(pid):
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            delay = min(delay, left)
+        time.sleep(delay)
+        delay = min(delay * 2, _POLL_MAX)
+    return True
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _stop_group(pid: int, grace: float) -> None:
+    """SIGTERM the group (a sanitizer may flush its log), wait up to `grace` for the
+    leader; the caller then SIGKILLs whatever remains and reaps the leader."""
+    if not _exited(pid):
+        _killpg(pid, signal.SIGTERM)
+        _wait_exit(pid, grace)
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    log_path: Path,
+    env: Mapping[str, str | None] | None = None,
+    cwd: Path | str | None = None,
+    timeout: float | None = None,
+    base_env: Mapping[str, str] | None = None,
+    grace: float = DEFAULT_GRACE,
+    append: bool = False,
+) -> ProcResult:
+    """Run `argv` to completion with its output in `log_path`; kill its group on timeout.
+
+    `env` is applied on top of `base_env` (default: csorch's environment). On
+    KeyboardInterrupt the group is killed and the interrupt re-raised.
+    """
+    args = tuple(os.fspath(a) for a in argv)
+    child_env, delta = build_env(env, base_env)
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    timed_out = False
+    with open(log_path, "ab" if append else "wb") as log:
+        start = time.monotonic()
+        proc = _start(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_env,
+            cwd=cwd,
+        )
+        try:
+            if not _wait_exit(proc.pid, timeout):
+                timed_out = True
+                _stop_group(proc.pid, grace)
+        except KeyboardInterrupt:
+            _stop_group(proc.pid, min(grace, 1.0))
+            _killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        # the leader is exited but not yet reaped, so its pid still names this group:
+        # anything it left behind goes with it
+        _killpg(proc.pid, signal.SIGKILL)
+        returncode = proc.wait()
+        duration = time.monotonic() - start
+    return ProcResult(
+        argv=args,
+        returncode=returncode,
+        timed_out=timed_out,
+        duration=duration,
+        log_path=log_path,
+        cwd=os.fspath(cwd) if cwd is not None else os.getcwd(),
+        env_delta=delta,
+    )
+
+
+def capture(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    timeout: float = 60.0,
+    env: Mapping[str, str | None] | None = None,
+    cwd: Path | str | None = None,
+) -> Captured:
+    """Run a short probe and return its combined output as text."""
+    args = tuple(os.fspath(a) for a in argv)
+    child_env, _ = build_env(env)
+    proc = _start(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=child_env,
+        cwd=cwd,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        timed_out = True
+    except KeyboardInterrupt:
+        _killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return Captured(args, proc.returncode, timed_out, out.decode(errors="replace"))

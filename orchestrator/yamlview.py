@@ -1,0 +1,200 @@
+"""YAML read as nodes that know their file and line, so every config error can say
+`file:line: key: what is wrong; what is allowed`.
+
+`load` composes the document with `yaml.SafeLoader` (no object construction beyond
+plain scalars) and returns a `View` of the root. Views check types, reject unknown
+and duplicate keys (suggesting the closest valid key), and raise `ConfigError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from orchestrator.errors import ConfigError
+
+_NAMES = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "NoneType": "empty",
+    "list": "a list",
+    "dict": "a mapping",
+}
+
+
+def load(path: Path) -> View:
+    """The root of a single-document YAML file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, None, "", f"cannot read: {exc.strerror or exc}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise ConfigError(path, line, "", f"not valid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, None, "", f"not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise ConfigError(path, 1, "", "the file is empty")
+    return View(path, node, "", yaml.SafeLoader(""))
+
+
+class View:
+    """A YAML node with its file, line and dotted key path (`variants[1].build.kind`)."""
+
+    def __init__(self, file: Path, node: yaml.Node, key: str, loader: yaml.SafeLoader) -> None:
+        self.file = file
+        self.node = node
+        self.key = key
+        self._loader = loader
+
+    @property
+    def line(self) -> int:
+        return self.node.start_mark.line + 1
+
+    def error(self, problem: str, *, hint: str = "") -> ConfigError:
+        return ConfigError(self.file, self.line, self.key, problem, hint=hint)
+
+    def _child(self, node: yaml.Node, key: str) -> View:
+        return View(self.file, node, key, self._loader)
+
+    def value(self) -> Any:
+        """The plain Python value of a scalar (str, int, float, bool or None)."""
+        if not isinstance(self.node, yaml.ScalarNode):
+            raise self.error(f"expected a single value, found {self.kind()}")
+        try:
+            return self._loader.construct_object(self.node, deep=True)
+        except yaml.YAMLError as exc:
+            raise self.error(f"cannot read this value: {exc}") from None
+
+    def kind(self) -> str:
+        if isinstance(self.node, yaml.MappingNode):
+            return "a mapping"
+        if isinstance(self.node, yaml.SequenceNode):
+            return "a list"
+        value = self.value()
+        return f"{_NAMES.get(type(value).__name__, type(value).__name__)} ({value!r})"
+
+    @property
+    def is_mapping(self) -> bool:
+        return isinstance(self.node, yaml.MappingNode)
+
+    @property
+    def is_list(self) -> bool:
+        return isinstance(self.node, yaml.SequenceNode)
+
+    def text(self, what: str = "a string") -> str:
+        value = self.value()
+        if not isinstance(value, str):
+            raise self.error(
+                f"expected {what}, found {self.kind()}",
+                hint="quote the value if it is meant as text",
+            )
+        return value
+
+    def word(self) -> str:
+        """A string, or a number written without quotes (an argv item, an env value)."""
+        value = self.value()
+        if isinstance(value, bool) or value is None or not isinstance(value, (str, int, float)):
+            raise self.error(
+                f"expected a string or number, found {self.kind()}",
+                hint='quote it, e.g. "1" or "true"',
+            )
+        return str(value)
+
+    def integer(self, minimum: int | None = None) -> int:
+        value = self.value()
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"expected an integer, found {self.kind()}")
+        if minimum is not None and value < minimum:
+            raise self.error(f"must be at least {minimum}, not {value}")
+        return value
+
+    def items(self) -> Iterator[View]:
+        if not isinstance(self.node, yaml.SequenceNode):
+            raise self.error(f"expected a list, found {self.kind()}")
+        for i, node in enumerate(self.node.value):
+            yield self._child(node, f"{self.key}[{i}]")
+
+    def words(self, *, allow_single: bool = True) -> tuple[str, ...]:
+        """A list of words; a single word is read as a one-item list when allowed."""
+        if allow_single and isinstance(self.node, yaml.ScalarNode):
+            return (self.word(),)
+        return tuple(item.word() for item in self.items())
+
+    def entries(self) -> dict[str, View]:
+        """A free-form mapping (an environment): string keys, no duplicates."""
+        return self._entries(None)
+
+    def mapping(self, allowed: Mapping[str, str]) -> Fields:
+        """The keys of a mapping, each checked against `allowed` (key -> what it is)."""
+        return Fields(self, self._entries(allowed), allowed)
+
+    def _entries(self, allowed: Mapping[str, str] | None) -> dict[str, View]:
+        if not isinstance(self.node, yaml.MappingNode):
+            raise self.error(f"expected a mapping, found {self.kind()}")
+        seen: dict[str, View] = {}
+        for key_node, value_node in self.node.value:
+            key_view = self._child(key_node, self.key)
+            key = key_view.value()
+            if not isinstance(key, str):
+                raise key_view.error(f"keys must be strings, found {key_view.kind()}")
+            path = f"{self.key}.{key}" if self.key else key
+            if allowed is not None and key not in allowed:
+                close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+                guess = f" (did you mean '{close[0]}'?)" if close else ""
+                raise ConfigError(
+                    self.file,
+                    key_view.line,
+                    path,
+                    f"unknown key{guess}",
+                    hint="allowed here: " + ", ".join(allowed),
+                )
+            if key in seen:
+                raise ConfigError(
+                    self.file,
+                    key_view.line,
+                    path,
+                    f"duplicate key (first given on line {seen[key].line})",
+                )
+            seen[key] = self._child(value_node, path)
+        return seen
+
+
+class Fields:
+    """The checked keys of one mapping."""
+
+    def __init__(self, owner: View, values: dict[str, View], allowed: Mapping[str, str]) -> None:
+        self.owner = owner
+        self._values = values
+        self._allowed = allowed
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._values
+
+    def get(self, key: str) -> View | None:
+        view = self._values.get(key)
+        # `key:` with nothing after it counts as absent
+        if view is not None and isinstance(view.node, yaml.ScalarNode) and view.value() is None:
+            return None
+        return view
+
+    def require(self, key: str) -> View:
+        view = self.get(key)
+        if view is None:
+            path = f"{self.owner.key}.{key}" if self.owner.key else key
+            raise ConfigError(
+                self.owner.file, self.owner.line, path, f"missing: {self._allowed[key]}"
+            )
+        return view

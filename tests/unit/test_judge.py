@@ -1,0 +1,377 @@
+"""judge: truth tables for causality, per-case outcomes, and the gate's liveness rule."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from orchestrator import judge
+from orchestrator.model import (
+    Attempt,
+    BuildKind,
+    BuildSpec,
+    Case,
+    CaseKind,
+    Checker,
+    Expectations,
+    Experiment,
+    Finding,
+    Frame,
+    Outcome,
+    ParseResult,
+    Run,
+    SourceKind,
+    SourceSpec,
+    TargetPattern,
+    Variant,
+    Verdict,
+)
+
+N = 3
+TARGET = Finding(
+    Checker.MEMCHECK,
+    "invalid-access",
+    "read",
+    8,
+    "global",
+    frames=(Frame("k(float *)", "k.cu", 41),),
+    thread="0,0,0",
+    address="7f00",
+)
+OTHER = Finding(
+    Checker.MEMCHECK,
+    "invalid-access",
+    "write",
+    4,
+    "global",
+    frames=(Frame("other(int)", "o.cu", 7),),
+)
+PATTERN = TargetPattern(checker="memcheck", kind="invalid-access", function="k")
+
+
+def experiment(targets=(PATTERN,), min_hits=2, expect=True) -> Experiment:
+    build = BuildSpec(BuildKind.JIT)
+    return Experiment(
+        name="exp",
+        source=SourceSpec(SourceKind.PATH, "/src"),
+        variants=(
+            Variant("patched", build),
+            Variant("rebuilt", build),
+            Variant("installed", BuildSpec(BuildKind.WHEEL)),
+        ),
+        runs=(Run("plain", Checker.NONE), Run("memcheck", Checker.MEMCHECK)),
+        cases=(Case("rng", CaseKind.PYTEST, ("/t/test_rng.py",)),),
+        repeats=N,
+        expect=Expectations(("rebuilt", "installed"), "patched", min_hits, tuple(targets))
+        if expect
+        else None,
+    )
+
+
+def attempt(variant: str, run: str, repeat: int, what: str) -> Attempt | None:
+    """One attempt described by a word: hit, clean, other, cut, cut-hit, timeout, missing,
+    pass, fail."""
+    if what == "missing":
+        return None
+    checker = Checker.NONE if run == "plain" else Checker.MEMCHECK
+    base = Attempt(variant, run, "rng", repeat, checker, outcome=Outcome.PASSED)
+    if checker is Checker.NONE:
+        outcome = {"pass": Outcome.PASSED, "fail": Outcome.FAILED}.get(what, Outcome.ERROR)
+        return dataclasses.replace(base, outcome=outcome, timed_out=what == "timeout")
+    findings = {"hit": (TARGET, TARGET), "cut-hit": (TARGET,), "other": (TARGET, OTHER)}.get(
+        what, ()
+    )
+    complete = what not in ("cut", "cut-hit", "timeout")
+    parse = ParseResult(findings, len(findings) if complete else None, 0, complete)
+    return dataclasses.replace(base, parse=parse, timed_out=what == "timeout")
+
+
+def attempts(**table: str) -> list[Attempt]:
+    """table: variant_run="w1 w2 w3" (one word per repeat); runs not given are clean/pass."""
+    out = []
+    for variant in ("patched", "rebuilt", "installed"):
+        for run in ("plain", "memcheck"):
+            default = "pass" if run == "plain" else ("clean" if variant == "patched" else "hit")
+            words = table.get(f"{variant}_{run}", " ".join([default] * N)).split()
+            out += [a for r, w in enumerate(words) if (a := attempt(variant, run, r, w))]
+    return out
+
+
+CAUSALITY = [
+    # (id, table, failed builds, verdict, words in the reasons)
+    ("all-hold", {}, {}, Verdict.PASS, "removes every target"),
+    (
+        "fix-shows-target",
+        {"patched_memcheck": "clean hit clean"},
+        {},
+        Verdict.FAIL,
+        "still shows [checker=memcheck kind=invalid-access function=k] in 1 of 3",
+    ),
+    (
+        "fix-log-truncated",
+        {"patched_memcheck": "clean cut clean"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "fix patched, run memcheck: case rng: log has no end-of-run summary",
+    ),
+    (
+        "fix-finding-in-truncated-log-is-evidence",
+        {"patched_memcheck": "clean cut-hit clean"},
+        {},
+        Verdict.FAIL,
+        "in 1 of 3",
+    ),
+    (
+        "fix-timed-out",
+        {"patched_memcheck": "clean clean timeout"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "timed out",
+    ),
+    (
+        "control-not-reproduced",
+        {"rebuilt_memcheck": "hit clean clean", "installed_memcheck": "hit clean clean"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "control rebuilt shows [checker=memcheck kind=invalid-access "
+        "function=k] in 1 of 3 repeats of run memcheck; needs 2",
+    ),
+    (
+        "k-of-n-is-enough",
+        {"rebuilt_memcheck": "hit clean hit", "installed_memcheck": "clean hit hit"},
+        {},
+        Verdict.PASS,
+        "",
+    ),
+    (
+        "control-timed-out",
+        {"installed_memcheck": "hit timeout hit"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "control installed, run memcheck: case rng: timed out",
+    ),
+    (
+        "control-attempt-missing",
+        {"rebuilt_memcheck": "hit hit"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "no attempt of case rng",
+    ),
+    (
+        "fix-did-not-build",
+        {"patched_memcheck": "missing missing missing", "patched_plain": "missing missing missing"},
+        {"patched": "ninja exited 1"},
+        Verdict.INCONCLUSIVE,
+        "variant patched did not build",
+    ),
+    (
+        "control-did-not-build-but-fix-fails",
+        {"installed_memcheck": "missing missing missing", "patched_memcheck": "hit hit hit"},
+        {"installed": "pip wheel exited 1"},
+        Verdict.FAIL,
+        "variant installed did not build",
+    ),
+    (
+        "controls-disagree",
+        {"installed_memcheck": "other other other"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "controls rebuilt and installed disagree in run memcheck",
+    ),
+    (
+        "controls-disagree-on-regressions",
+        {"rebuilt_plain": "fail fail fail"},
+        {},
+        Verdict.INCONCLUSIVE,
+        "disagree in run plain: case rng failed",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("table", "builds", "verdict", "words"),
+    [c[1:] for c in CAUSALITY],
+    ids=[c[0] for c in CAUSALITY],
+)
+def test_causality(table, builds, verdict, words) -> None:
+    j = judge.causality(experiment(), attempts(**table), builds)
+    assert j.verdict is verdict, j.reasons
+    assert any(words in r for r in j.reasons), j.reasons
+
+
+def test_hits_are_reported_beside_the_verdict() -> None:
+    j = judge.causality(experiment(), attempts(rebuilt_memcheck="hit clean hit"))
+    by = {(h.variant, h.run): (h.hits, h.repeats, h.unknown) for h in j.hits}
+    assert by == {
+        ("rebuilt", "memcheck"): (2, 3, 0),
+        ("installed", "memcheck"): (3, 3, 0),
+        ("patched", "memcheck"): (0, 3, 0),
+    }
+
+
+def test_no_expectations_is_not_judged() -> None:
+    j = judge.causality(experiment(expect=False), attempts())
+    assert j.verdict is Verdict.INCONCLUSIVE and "no expectations" in j.reasons[0]
+
+
+def test_unexpected_signatures_in_the_fix_are_listed() -> None:
+    j = judge.causality(experiment(), attempts(patched_memcheck="clean clean clean"))
+    assert j.unexpected == ()
+    fix_other = attempts()
+    fix_other = [
+        dataclasses.replace(a, parse=ParseResult((OTHER,), 1, 0, True))
+        if a.variant == "patched" and a.run == "memcheck"
+        else a
+        for a in fix_other
+    ]
+    j = judge.causality(experiment(), fix_other)
+    assert j.verdict is Verdict.PASS
+    assert j.unexpected == (("memcheck", "memcheck invalid-access global write size 4 in other"),)
+
+
+def _as_asan(attempt_list: list[Attempt]) -> list[Attempt]:
+    """The same attempts as if ASan had stood in for memcheck."""
+    uaf = dataclasses.replace(TARGET, checker=Checker.ASAN, kind="heap-use-after-free", space="")
+    out = []
+    for a in attempt_list:
+        if a.checker is Checker.MEMCHECK and a.parse is not None:
+            findings = tuple(uaf for _ in a.parse.findings)
+            a = dataclasses.replace(
+                a, checker=Checker.ASAN, parse=dataclasses.replace(a.parse, findings=findings)
+            )
+        out.append(a)
+    return out
+
+
+def test_one_config_serves_both_backends() -> None:
+    asan_pattern = TargetPattern(checker="asan", kind="heap-use-after-free", function="k")
+    both = experiment(targets=(PATTERN, asan_pattern))
+    on_gpu = judge.causality(both, attempts())
+    assert on_gpu.verdict is Verdict.PASS and on_gpu.targets == (_label(PATTERN),)
+    on_cpu = judge.causality(both, _as_asan(attempts()))
+    assert on_cpu.verdict is Verdict.PASS and on_cpu.targets == (_label(asan_pattern),)
+    broken = judge.causality(both, _as_asan(attempts(patched_memcheck="clean hit clean")))
+    assert broken.verdict is Verdict.FAIL
+    only_gpu = judge.causality(experiment(), _as_asan(attempts()))
+    assert only_gpu.verdict is Verdict.INCONCLUSIVE
+    assert "no target applies to the runs as they ran (checkers: asan, none)" in only_gpu.reasons
+
+
+def _label(p: TargetPattern) -> str:
+    return " ".join(f"{k}={v}" for k, v in p.to_dict().items() if v not in ("", None))
+
+
+DERIVED = [
+    ("derived-pass", {}, Verdict.PASS, "removes every target (1)"),
+    (
+        "derived-nothing-shared",
+        {"rebuilt_memcheck": "clean clean clean", "installed_memcheck": "clean clean clean"},
+        Verdict.INCONCLUSIVE,
+        "the controls share no finding or failure",
+    ),
+    (
+        "derived-fix-fails",
+        {"patched_memcheck": "clean clean hit"},
+        Verdict.FAIL,
+        "still shows [memcheck: memcheck invalid-access global read size 8 in k]",
+    ),
+    (
+        "derived-regression",
+        {"rebuilt_plain": "fail fail fail", "installed_plain": "fail fail fail"},
+        Verdict.PASS,
+        "removes every target (2)",
+    ),
+    (
+        "derived-regression-not-fixed",
+        {
+            "rebuilt_plain": "fail fail fail",
+            "installed_plain": "fail fail fail",
+            "patched_plain": "pass fail pass",
+        },
+        Verdict.FAIL,
+        "still shows [plain: case rng failed] in 1 of 3",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("table", "verdict", "words"), [c[1:] for c in DERIVED], ids=[c[0] for c in DERIVED]
+)
+def test_causality_with_derived_targets(table, verdict, words) -> None:
+    j = judge.causality(experiment(targets=(), min_hits=None), attempts(**table))
+    assert j.verdict is verdict, j.reasons
+    assert any(words in r for r in j.reasons), j.reasons
+
+
+@pytest.mark.parametrize(
+    ("patched_plain", "verdict"),
+    [
+        ("pass pass pass", Verdict.PASS),
+        ("pass fail pass", Verdict.FAIL),
+        ("pass timeout pass", Verdict.INCONCLUSIVE),
+    ],
+)
+def test_outcome_target(patched_plain: str, verdict: Verdict) -> None:
+    e = experiment(targets=(TargetPattern(outcome=Outcome.FAILED, case="rng"),), min_hits=None)
+    table = {
+        "rebuilt_plain": "fail fail fail",
+        "installed_plain": "fail fail fail",
+        "patched_plain": patched_plain,
+    }
+    assert judge.causality(e, attempts(**table)).verdict is verdict
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "aggregated"),
+    [
+        ([], Outcome.ERROR),
+        ([Outcome.PASSED, Outcome.PASSED], Outcome.PASSED),
+        ([Outcome.PASSED, Outcome.SKIPPED], Outcome.PASSED),
+        ([Outcome.SKIPPED, Outcome.SKIPPED], Outcome.SKIPPED),
+        ([Outcome.PASSED, Outcome.FAILED], Outcome.FAILED),
+        ([Outcome.FAILED, Outcome.ERROR], Outcome.ERROR),
+    ],
+)
+def test_aggregate(outcomes, aggregated) -> None:
+    assert judge.aggregate(outcomes) is aggregated
+
+
+def test_case_results_count_findings_and_keep_both_counts() -> None:
+    rows = judge.case_results(attempts(installed_memcheck="hit cut other"))
+    row = next(r for r in rows if (r.variant, r.run) == ("installed", "memcheck"))
+    assert row.outcomes == (Outcome.PASSED,) * 3 and row.outcome is Outcome.PASSED
+    assert not row.conclusive and "repeat 1: log has no end-of-run summary" in row.reasons[0]
+    assert row.findings == 4 and row.summary_count is None  # one summary missing
+    assert [(s.count, s.repeats) for s in row.signatures] == [(3, 2), (1, 1)]
+    fix = next(r for r in rows if (r.variant, r.run) == ("patched", "memcheck"))
+    assert fix.conclusive and fix.summary_count == 0 and fix.signatures == ()
+    plain = next(r for r in rows if r.run == "plain")
+    assert plain.summary_count is None and plain.conclusive
+
+
+def test_gate_liveness_and_verdicts() -> None:
+    e = experiment()
+    live = judge.liveness([(e, attempts())])
+    assert [(c.checker, c.caught_by) for c in live] == [
+        (Checker.MEMCHECK, ("exp/rebuilt", "exp/installed"))
+    ]
+    assert judge.gate({"exp": Verdict.PASS}, live)[0] is Verdict.PASS
+
+    silent = attempts(rebuilt_memcheck="clean clean clean", installed_memcheck="clean clean clean")
+    dead = judge.liveness([(e, silent)])
+    assert not dead[0].live
+    verdict, reasons = judge.gate({"exp": Verdict.PASS}, dead)
+    assert verdict is Verdict.INCONCLUSIVE and "liveness is unproven" in reasons[0]
+
+    assert judge.gate({"a": Verdict.PASS, "b": Verdict.FAIL}, live)[0] is Verdict.FAIL
+    assert judge.gate({"a": Verdict.INCONCLUSIVE}, live)[0] is Verdict.INCONCLUSIVE
+    assert judge.gate({"a": Verdict.PASS}, ())[0] is Verdict.INCONCLUSIVE  # no checker ran
+    assert judge.gate({}, live)[0] is Verdict.INCONCLUSIVE
+
+
+def test_judgement_round_trips() -> None:
+    j = judge.causality(experiment(), attempts(patched_memcheck="hit clean clean"))
+    assert judge.Judgement.from_dict(j.to_dict()) == j
+    rows = judge.case_results(attempts())
+    assert judge.CaseResult.from_dict(rows[0].to_dict()) == rows[0]

@@ -1,0 +1,73 @@
+"""One test per checker log under tests/fixtures/, through one shared checker.
+
+Each `NAME.log` has a `NAME.expected.json` beside it stating what the parser must
+report: completeness, summary counts, checker errors, and the findings grouped by
+signature (with counts and the case they were attributed to). A new captured log only
+needs its expected file. A log without one is reported as skipped (with the file it
+lacks), except under the directories listed in SPECIFIED, where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from orchestrator.backends import asan, cs_log
+from orchestrator.findings import group
+from orchestrator.model import Checker, ParseResult
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LOGS = sorted(FIXTURES.rglob("*.log"))
+SPECIFIED = ("asan", "compute-sanitizer", "controls")  # every log under these must have expectations
+
+
+def parse_fixture(log: Path, spec: dict) -> ParseResult:
+    with open(log, encoding="utf-8", errors="replace") as lines:
+        if spec["parser"] == "asan":
+            return asan.parse(lines)
+        checker = Checker(spec.get("checker", "memcheck"))
+        return cs_log.parse(lines, checker=checker)
+
+
+def check(log: Path) -> None:
+    expected_file = log.with_name(log.stem + ".expected.json")
+    if not expected_file.exists():
+        where = log.relative_to(FIXTURES).parts[0]
+        assert where not in SPECIFIED, f"{log} has no {expected_file.name}"
+        pytest.skip(f"{log.relative_to(FIXTURES)}: no {expected_file.name} beside it yet")
+    spec = json.loads(expected_file.read_text())
+    result = parse_fixture(log, spec)
+
+    assert result.complete is spec["complete"]
+    assert result.summary_count == spec["summary_count"]
+    assert result.not_printed == spec["not_printed"]
+    assert len(result.tool_errors) == spec["tool_errors"], result.tool_errors
+    assert result.app_crashed is spec["app_crashed"]
+    assert len(result.unparsed) == spec["unparsed"], result.unparsed
+    assert len(result.findings) == spec["findings"]
+    # an incomplete or failed log is never evidence of a clean run
+    if not spec["complete"] or spec["tool_errors"]:
+        assert not result.conclusive and result.reason
+    groups = []
+    for g in group(result.findings):
+        row = {k: v for k, v in g.signature.to_dict().items() if v not in ("", None)}
+        groups.append({**row, "count": g.count})
+    key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
+    assert sorted(groups, key=key) == sorted(spec["signatures"], key=key)
+    assert dict(Counter(f.case for f in result.findings)) == spec["cases"]
+    # the tool's summary accounts for every parsed record plus the unprinted ones
+    if result.summary_count is not None and spec["parser"] == "compute-sanitizer":
+        assert len(result.findings) + result.not_printed == result.summary_count
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(FIXTURES)) for p in LOGS])
+def test_fixture(log: Path) -> None:
+    check(log)
+
+
+def test_every_fixture_directory_has_logs() -> None:
+    assert any(p.parent.name == "asan" for p in LOGS)
+    assert any("compute-sanitizer" in p.parts for p in LOGS)

@@ -1,0 +1,66 @@
+"""yamlview: located values, type checks, unknown and duplicate keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import ConfigError
+from orchestrator.yamlview import load
+
+
+def view(tmp_path: Path, text: str):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return load(path)
+
+
+def test_lines_and_key_paths(tmp_path: Path) -> None:
+    root = view(tmp_path, "a:\n  - x: 1\n  - x: [p, 2]\n")
+    fields = root.mapping({"a": "a list"})
+    items = list(fields.require("a").items())
+    inner = items[1].mapping({"x": "words"}).require("x")
+    assert (inner.key, inner.line) == ("a[1].x", 3)
+    assert inner.words() == ("p", "2")
+    assert items[0].mapping({"x": "words"}).require("x").words() == ("1",)
+
+
+def test_empty_value_counts_as_absent(tmp_path: Path) -> None:
+    fields = view(tmp_path, "a:\nb: 1\n").mapping({"a": "the a", "b": "the b"})
+    assert fields.get("a") is None and "a" in fields
+    with pytest.raises(ConfigError, match="missing: the a"):
+        fields.require("a")
+
+
+def test_anchor_aliases_resolve(tmp_path: Path) -> None:
+    fields = view(tmp_path, "a: &e {K: v}\nb: *e\n").mapping({"a": "", "b": ""})
+    assert fields.require("b").entries()["K"].word() == "v"
+
+
+def test_non_string_keys_and_duplicates_in_free_mappings(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="keys must be strings"):
+        view(tmp_path, "1: a\n").entries()
+    with pytest.raises(ConfigError, match=r"duplicate key \(first given on line 1\)"):
+        view(tmp_path, "K: a\nK: b\n").entries()
+
+
+def test_type_errors_say_what_was_found(tmp_path: Path) -> None:
+    fields = view(tmp_path, "n: 1.5\nt: [a]\nb: true\n").mapping({"n": "", "t": "", "b": ""})
+    with pytest.raises(ConfigError, match=r"expected an integer, found a number \(1.5\)"):
+        fields.require("n").integer()
+    with pytest.raises(ConfigError, match="expected a single value, found a list"):
+        fields.require("t").text()
+    with pytest.raises(ConfigError, match="expected a mapping, found true or false"):
+        fields.require("b").mapping({})
+
+
+def test_python_tags_are_refused(tmp_path: Path) -> None:
+    fields = view(tmp_path, "a: !!python/name:os.system\n").mapping({"a": ""})
+    with pytest.raises(ConfigError, match="cannot read this value"):
+        fields.require("a").text()
+
+
+def test_multiple_documents_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        view(tmp_path, "a: 1\n---\nb: 2\n")
