@@ -34,7 +34,7 @@ def _roundup(x: int, m: int) -> int:
 
 def _full(like: torch.Tensor, value: float) -> torch.Tensor:
     # A full fp32 operand, so that every division is a true elementwise IEEE division.
-    return torch.full(like.shape, value, dtype=torch.float32)
+    return torch.full(like.shape, value, dtype=torch.float32, device=like.device)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,7 @@ def e4m3_decode(u: torch.Tensor) -> torch.Tensor:
 def e2m1_value(codes: torch.Tensor) -> torch.Tensor:
     """E2M1 codes (0..15, bit 3 the sign) -> fp32 values."""
     c = codes.to(torch.int64)
-    v = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32)[c & 7]
+    v = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32, device=c.device)[c & 7]
     return torch.where((c & 8) != 0, -v, v)
 
 
@@ -98,7 +98,7 @@ def e2m1_rn(v: torch.Tensor) -> torch.Tensor:
     """fp32 -> E2M1 codes, round to nearest with ties to the even code, saturating at 6."""
     v = v.to(torch.float32)
     a = v.abs()
-    code = torch.zeros(v.shape, dtype=torch.int64)
+    code = torch.zeros(v.shape, dtype=torch.int64, device=v.device)
     for thr, inclusive in ((0.25, True), (0.75, False), (1.25, True), (1.75, False),
                            (2.5, True), (3.5, False), (5.0, True)):
         # `inclusive`: a value equal to the threshold still rounds down (tie to the even code).
@@ -134,7 +134,7 @@ def e2m1_neighbours(exact: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     Both carry the sign of `exact`; they are equal when `exact` is representable."""
     v = exact.to(torch.float32)
     a = torch.clamp(v.abs(), max=E2M1_MAX)
-    grid = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32)
+    grid = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32, device=v.device)
     lo = grid[(grid <= a.unsqueeze(-1)).sum(-1) - 1]
     hi = grid[len(grid) - (grid >= a.unsqueeze(-1)).sum(-1)]
     neg = torch.signbit(v)
@@ -193,9 +193,9 @@ def block_random_bytes(rng_state, n_rows: int, n_blocks: int, item_base: int = 0
 # ---- RHT --------------------------------------------------------------------------
 
 
-def _hadamard16() -> torch.Tensor:
+def _hadamard16(device=None) -> torch.Tensor:
     return torch.tensor([[1.0 if bin(i & j).count("1") % 2 == 0 else -1.0 for j in range(16)]
-                         for i in range(16)], dtype=torch.float32)
+                         for i in range(16)], dtype=torch.float32, device=device)
 
 
 def rht(a: torch.Tensor) -> torch.Tensor:
@@ -204,12 +204,12 @@ def rht(a: torch.Tensor) -> torch.Tensor:
     if a.shape[-1] % 16:
         raise ValueError(f"RHT needs a last dim that is a multiple of 16, got {tuple(a.shape)}")
     v = a.reshape(*a.shape[:-1], a.shape[-1] // 16, 16)
-    h = _hadamard16()
-    acc = torch.zeros(v.shape, dtype=torch.float32)
+    h = _hadamard16(a.device)
+    acc = torch.zeros(v.shape, dtype=torch.float32, device=a.device)
     for j in range(16):
         # acc[i] += (H[i][j] > 0 ? v[j] : -v[j]); multiplying by -1 is an exact negation.
         acc = acc + v[..., j:j + 1] * h[:, j]
-    w = (acc * 0.25) * torch.tensor(RHT_SIGNS, dtype=torch.float32)
+    w = (acc * 0.25) * torch.tensor(RHT_SIGNS, dtype=torch.float32, device=a.device)
     return w.reshape(a.shape)
 
 
@@ -218,10 +218,10 @@ def rht_inverse(w: torch.Tensor) -> torch.Tensor:
     w = w.to(torch.float32)
     if w.shape[-1] % 16:
         raise ValueError(f"RHT needs a last dim that is a multiple of 16, got {tuple(w.shape)}")
-    signs = torch.tensor(RHT_SIGNS, dtype=torch.float32)
+    signs = torch.tensor(RHT_SIGNS, dtype=torch.float32, device=w.device)
     v = w.reshape(*w.shape[:-1], w.shape[-1] // 16, 16) * signs
-    h = _hadamard16()
-    acc = torch.zeros(v.shape, dtype=torch.float32)
+    h = _hadamard16(w.device)
+    acc = torch.zeros(v.shape, dtype=torch.float32, device=w.device)
     for j in range(16):
         acc = acc + v[..., j:j + 1] * h[:, j]
     return (acc * 0.25).reshape(w.shape)
@@ -320,9 +320,9 @@ def nvfp4_quantize_operand(a: torch.Tensor, amax, rng_state=None, item_base: int
     if rng_state is None:
         codes = e2m1_rn(v)
     else:
-        rnd = block_random_bytes(rng_state, r, nb, item_base).reshape(r, c)
+        rnd = block_random_bytes(rng_state, r, nb, item_base).reshape(r, c).to(v.device)
         codes = e2m1_sr(v, rnd)
-    scales = torch.zeros(_roundup(r, 128), _roundup(nb, 4), dtype=torch.uint8)
+    scales = torch.zeros(_roundup(r, 128), _roundup(nb, 4), dtype=torch.uint8, device=v.device)
     scales[:r, :nb] = s_b
     return pack_e2m1(codes), scales
 
@@ -416,7 +416,7 @@ def nvfp4_dequantize(data: torch.Tensor, scales_compact: torch.Tensor, amax, *,
     nb = c // NVFP4_BLOCK
     vals = e2m1_value(unpack_e2m1(data.reshape(r, c // 2))).reshape(r, nb, NVFP4_BLOCK)
     sb = e4m3_decode(scales_compact[:r, :nb]).unsqueeze(-1)
-    amax_t = torch.as_tensor(amax, dtype=torch.float32).reshape(1)
+    amax_t = torch.as_tensor(amax, dtype=torch.float32, device=data.device).reshape(1)
     y = ((vals * sb) * amax_t) / _full(vals, NVFP4_GLOBAL)
     if float(amax_t) == 0.0:
         y = torch.zeros_like(y)
@@ -469,7 +469,8 @@ def mxfp8_quantize(x: torch.Tensor, rowwise: bool = True, columnwise: bool = Tru
         blocks = x2.reshape(m, k // MXFP8_BLOCK, MXFP8_BLOCK)
         e = mxfp8_exponent(blocks.abs().amax(dim=-1))
         data = e4m3_encode(blocks / exp2_from_bits(e).unsqueeze(-1)).reshape(m, k)
-        scales = torch.zeros(_roundup(m, 128), _roundup(k // MXFP8_BLOCK, 4), dtype=torch.uint8)
+        scales = torch.zeros(_roundup(m, 128), _roundup(k // MXFP8_BLOCK, 4), dtype=torch.uint8,
+                             device=x2.device)
         scales[:m, :k // MXFP8_BLOCK] = (e + 127).to(torch.uint8)
         out.update(rowwise_data=data,
                    rowwise_scale_inv=swizzle(scales) if optimize_for_gemm else scales)
@@ -477,7 +478,8 @@ def mxfp8_quantize(x: torch.Tensor, rowwise: bool = True, columnwise: bool = Tru
         blocks = x2.reshape(m // MXFP8_BLOCK, MXFP8_BLOCK, k)
         e = mxfp8_exponent(blocks.abs().amax(dim=1))
         data = e4m3_encode(blocks / exp2_from_bits(e).unsqueeze(1)).reshape(m, k)
-        scales = torch.zeros(_roundup(m // MXFP8_BLOCK, 4), _roundup(k, 128), dtype=torch.uint8)
+        scales = torch.zeros(_roundup(m // MXFP8_BLOCK, 4), _roundup(k, 128), dtype=torch.uint8,
+                             device=x2.device)
         scales[:m // MXFP8_BLOCK, :k] = (e + 127).to(torch.uint8)
         out.update(columnwise_data=data,
                    columnwise_scale_inv=(swizzle(scales, transposed=True)

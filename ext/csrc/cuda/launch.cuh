@@ -1,0 +1,282 @@
+// Device helpers shared by the CUDA kernels (internal to csrc/cuda).
+//
+// Every arithmetic rule comes from common/formats.h (docs/qext-internals.md). The
+// few per-element functions below replace a formats.h function on the hot path; each
+// one says why it returns the same bits, and they were compared with formats.h over
+// every float input (every float x every random byte for stochastic rounding).
+// They assume IEEE fp32 with denormals (no --use_fast_math / -ftz=true), as formats.h does.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/common.h"
+#include "common/formats.h"
+#include "common/philox.h"
+#include "common/swizzle.h"
+#include "common/tensor.h"
+
+namespace qext {
+namespace cuda_detail {
+
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+// ---- host side --------------------------------------------------------------
+
+// x viewed as [rows, cols]: cols is the last dimension.
+struct Dims {
+  int64_t rows = 0, cols = 0;
+};
+inline Dims dims2d(const TensorWrapper& t) {
+  Dims d;
+  if (t.ndim() == 0) return d;
+  d.cols = static_cast<int64_t>(t.dim(t.ndim() - 1));
+  d.rows = d.cols == 0 ? 0 : static_cast<int64_t>(t.numel()) / d.cols;
+  return d;
+}
+
+inline bool is_aligned(const void* p, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+inline const float* noop_ptr(const QuantizationConfig& cfg) {
+  return cfg.noop.empty() ? nullptr : cfg.noop.ptr<const float>();
+}
+inline const int64_t* rng_ptr(const QuantizationConfig& cfg) {
+  return (cfg.stochastic_rounding && !cfg.rng_state.empty()) ? cfg.rng_state.ptr<const int64_t>()
+                                                             : nullptr;
+}
+
+// Multiprocessors of the current device (sizes grid-stride launches; no sync).
+inline int sm_count() {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) {
+    cudaGetLastError();  // leave no sticky error for the caller's launch check
+    return 132;
+  }
+  return n;
+}
+
+inline unsigned grid_for(int64_t work_items, int threads, int max_blocks) {
+  int64_t blocks = (work_items + threads - 1) / threads;
+  if (blocks > max_blocks) blocks = max_blocks;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// ---- no-op flag and RNG state (read on the device, never on the host) ----
+
+__device__ __forceinline__ bool noop_set(const float* flag) {
+  return flag != nullptr && *flag == 1.0f;
+}
+
+struct RngState {
+  uint64_t seed = 0, offset = 0;
+};
+__device__ __forceinline__ RngState load_rng(const int64_t* state) {
+  RngState s;
+  if (state != nullptr) {
+    s.seed = static_cast<uint64_t>(state[0]);
+    s.offset = static_cast<uint64_t>(state[1]);
+  }
+  return s;
+}
+
+// ---- inputs -------------------------------------------------------------------
+
+// Input element types: the storage type and an exact conversion to float.
+struct InF32 {
+  using storage = float;
+  static __device__ __forceinline__ float to_float(float v) { return v; }
+};
+struct InBF16 {
+  using storage = uint16_t;
+  static __device__ __forceinline__ float to_float(uint16_t b) { return bf16_to_float(b); }
+};
+struct InF16 {
+  using storage = uint16_t;
+  // cvt.f32.f16 is exact (every half is a float); it equals fp16_to_float except
+  // for NaN payloads, and NaN inputs are outside the contract.
+  static __device__ __forceinline__ float to_float(uint16_t h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+  }
+};
+
+// Calls f(DType-specific input traits) for the wrapper's dtype; false if unsupported.
+template <typename F>
+bool dispatch_input(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: f(InF32{}); return true;
+    case DType::kBFloat16: f(InBF16{}); return true;
+    case DType::kFloat16: f(InF16{}); return true;
+    default: return false;
+  }
+}
+
+template <typename In>
+__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
+  lo = In::to_float(static_cast<uint16_t>(w & 0xFFFFu));
+  hi = In::to_float(static_cast<uint16_t>(w >> 16));
+}
+template <>
+__device__ __forceinline__ void unpack2<InBF16>(uint32_t w, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xFFFF0000u);
+}
+
+// Raw bits of 16 consecutive input elements, loaded as 16-byte vectors when `vec`
+// (the address is then 16-byte aligned). Streaming loads: nothing re-reads them.
+template <typename In>
+struct Raw16 {
+  static constexpr int kWords = 16 * static_cast<int>(sizeof(typename In::storage)) / 16;
+  uint4 q[kWords];
+};
+
+template <typename In>
+__device__ __forceinline__ void load_raw16(const typename In::storage* p, bool vec, Raw16<In>& r) {
+  if (vec) {
+#pragma unroll
+    for (int i = 0; i < Raw16<In>::kWords; ++i) {
+      r.q[i] = __ldcs(reinterpret_cast<const uint4*>(p) + i);
+    }
+  } else {
+    typename In::storage tmp[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) tmp[i] = p[i];
+    memcpy(&r, tmp, sizeof(tmp));
+  }
+}
+
+template <typename In>
+__device__ __forceinline__ void raw_to_float(const Raw16<In>& r, float (&v)[16]) {
+  if constexpr (sizeof(typename In::storage) == 4) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[4 * i + 0] = __uint_as_float(r.q[i].x);
+      v[4 * i + 1] = __uint_as_float(r.q[i].y);
+      v[4 * i + 2] = __uint_as_float(r.q[i].z);
+      v[4 * i + 3] = __uint_as_float(r.q[i].w);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      unpack2<In>(r.q[i].x, v[8 * i + 0], v[8 * i + 1]);
+      unpack2<In>(r.q[i].y, v[8 * i + 2], v[8 * i + 3]);
+      unpack2<In>(r.q[i].z, v[8 * i + 4], v[8 * i + 5]);
+      unpack2<In>(r.q[i].w, v[8 * i + 6], v[8 * i + 7]);
+    }
+  }
+}
+
+// ---- E2M1 codes on the hot path ----------------------------------------------
+// The magnitude code (0..7) of v = element * multiplier; the sign goes in bit 3 (see
+// e2m1_code_*). v is the result of an fp32 multiply: on the GPU a NaN there is the
+// canonical positive NaN, which formats.h maps to code 7 as well. Both clamp |v| to
+// 6 first (min.f32 returns 6 for a NaN): every |v| >= 6 gives 7 in formats.h, as does 6.
+
+QEXT_HD int imax(int a, int b) { return a > b ? a : b; }
+
+// float_to_e2m1_rn. Adding M = 2^22, 2^23 or 2^24 (2^22 times the binade of |v|,
+// at least 1) rounds |v| to a multiple of the E2M1 spacing of its range (0.5 below 2,
+// 1 below 4, 2 above) with ties to the even multiple, which is the even code: the
+// thresholds and ties of formats.h exactly. bits(|v| + M) - bits(M) is that multiple;
+// the range's first code, 2 * log2(M / 2^22), comes from the exponent of M.
+QEXT_HD uint32_t e2m1_mag_rn(float v) {
+  const float a = fminf(fabsf(v), 6.0f);
+  const int binade = static_cast<int>(float_bits(a) & 0x7F800000u);
+  const uint32_t mb = static_cast<uint32_t>(imax(binade + (22 << 23), 0x3F800000 + (22 << 23)));
+  return float_bits(a + bits_float(mb)) - mb + ((mb >> 22) - 298u);
+}
+
+// float_to_e2m1_sr, given r = bits of the float 2^23 + 256 * byte (sr_random_bits).
+// u * step(|v|) is formed exactly as (256 * byte) * (step * 2^-16), step read off the
+// binade of |v|, so t = |v| + u * step rounds exactly as in formats.h. Then
+// min(floor(t / step(t)) * step(t), 6) is the E2M1 grid point at or below t, whose
+// code comes from the exponent and first mantissa bit of t (d = bits(t) >> 22 - 252):
+// d < 0 (t < 0.5) -> 0, d = 0 or 1 ([0.5, 1)) -> 1, else d (t < 8 after the clamp).
+QEXT_HD uint32_t e2m1_mag_sr(float v, uint32_t r) {
+  const float a = fminf(fabsf(v), 6.0f);
+  const int binade = static_cast<int>(float_bits(a) & 0x7F800000u);
+  const int step16 = imax(binade - 0x08800000, 0x37000000);  // step(a) * 2^-16
+  const float us = (bits_float(r) - 8388608.0f) * bits_float(static_cast<uint32_t>(step16));
+  const float t = a + us;
+  const int d = static_cast<int>(float_bits(t) >> 22) - 252;
+  return static_cast<uint32_t>(imax((d >> 31) + 1, d));  // (d >> 31) + 1: 0 if d < 0, else 1
+}
+
+QEXT_HD uint32_t e2m1_sign(float v) { return (float_bits(v) >> 28) & 8u; }
+QEXT_HD uint32_t e2m1_code_rn(float v) { return e2m1_mag_rn(v) | e2m1_sign(v); }
+QEXT_HD uint32_t e2m1_code_sr(float v, uint32_t r) { return e2m1_mag_sr(v, r) | e2m1_sign(v); }
+
+// Bits of the float 2^23 + 256 * byte, for random byte k (0..3) of word w.
+__device__ __forceinline__ uint32_t sr_random_bits(uint32_t w, int k) {
+  return __byte_perm(w, 0x4B000000u, 0x7504u | (k << 4));
+}
+
+// ---- E4M3 ----------------------------------------------------------------------
+
+// float_to_e4m3 for two values, packed (lo in byte 0). On sm_89+ the hardware
+// conversion rounds to nearest even and saturates to +-448 exactly as formats.h does
+// (compared over every float; a NaN in is canonical here and gives 0x7F as well).
+__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<uint32_t>(float_to_e4m3(lo)) |
+         (static_cast<uint32_t>(float_to_e4m3(hi)) << 8);
+#endif
+}
+
+// e4m3_to_float of a non-negative, non-NaN code without branches: the code's bits
+// shifted into a float's exponent and mantissa are 2^-120 times its value (a
+// denormal float when the code is subnormal), and scaling by 2^120 is exact.
+__device__ __forceinline__ float e4m3_positive_to_float(uint32_t b) {
+  return __uint_as_float(b << 20) * 0x1p120f;
+}
+
+// ---- NVFP4 block ----------------------------------------------------------------
+
+struct Nvfp4Scales {
+  float s_enc, s_dec;
+};
+__device__ __forceinline__ Nvfp4Scales nvfp4_scales(const float* amax) {
+  Nvfp4Scales s;
+  s.s_enc = nvfp4_encode_scale(*amax);
+  s.s_dec = 1.0f / s.s_enc;
+  return s;
+}
+
+// Quantizes one 16-element block: returns the 8 packed bytes (element 2i in the low
+// nibble of byte i) and the E4M3 scale byte. `rnd` is used only with kSR.
+// Same arithmetic as nvfp4_block_scale / nvfp4_block_multiplier in formats.h; the
+// scale is non-negative, so its encode and decode take the branch-free forms above.
+template <bool kSR>
+__device__ __forceinline__ uint2 nvfp4_block(const float (&v)[16], const Nvfp4Scales& sc,
+                                             const Philox4& rnd, uint32_t& scale_byte) {
+  float bamax = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 16; ++e) bamax = fmaxf(bamax, fabsf(v[e]));
+  const uint32_t s_b = e4m3x2(fminf(bamax * sc.s_enc / kE2M1Max, kFloatMax), 0.0f) & 0xFFu;
+  const float m = fminf(1.0f / (e4m3_positive_to_float(s_b) * sc.s_dec), kFloatMax);
+  scale_byte = s_b;
+  uint32_t packed[2] = {0u, 0u};
+#pragma unroll
+  for (int e = 0; e < 16; ++e) {
+    const float x = v[e] * m;
+    const int sh = 4 * (e & 7);
+    const uint32_t mag =
+        kSR ? e2m1_mag_sr(x, sr_random_bits(rnd.w[e >> 2], e & 3)) : e2m1_mag_rn(x);
+    // Nibble e: magnitude in bits 0-2, the sign bit of x in bit 3.
+    packed[e >> 3] += mag << sh;
+    packed[e >> 3] |= (float_bits(x) >> (28 - sh)) & (8u << sh);
+  }
+  return make_uint2(packed[0], packed[1]);
+}
+
+}  // namespace cuda_detail
+}  // namespace qext
