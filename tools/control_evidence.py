@@ -40,7 +40,7 @@ OUTCOME_RE = re.compile(r"^\[csorch-case-outcome\] (\S+) (\w+)")
 ASAN_RE = re.compile(r"^==\d+==ERROR: AddressSanitizer: (\S+)")
 # "========= Invalid __global__ read of size 8 bytes"
 MEMCHECK_RE = re.compile(r"^========= (Invalid __\w+__ \w+|Program hit \w+)")
-SUMMARY_RE = re.compile(r"^========= ERROR SUMMARY: ([\d,]+) error")
+SUMMARY_RE = re.compile(r"^========= ERROR SUMMARY: ([\d,]+) errors?$")
 
 
 def run(argv, log: Path, env=None, cwd=ROOT) -> tuple[int, float]:

@@ -7,6 +7,8 @@ compact scales of the reference.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -82,6 +84,11 @@ def test_noop_update_leaves_tensor_unchanged(fmt, usage, shape, device):
 def test_noop_graph_replay(fmt, usage, shape, device):
     if device != "cuda":
         pytest.skip("CUDA-graph replay needs a CUDA device")
+    if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1":
+        # Seen on the H200: without the caching allocator's graph pool, temporaries
+        # captured by the graph are cudaFree'd after capture and the replay reads freed
+        # memory (memcheck reports it in the fixed tree too), so the case proves nothing.
+        pytest.skip("CUDA-graph replay needs the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1)")
     x1, x2 = _inputs(shape, device)
     q = _quantizer(fmt, usage)
     t = q(x1)

@@ -1,4 +1,6 @@
 // quantize_impl for NVFP4: amax, RNG reservation, wrappers, config, dispatch.
+#include <string>
+
 #include "checks.h"
 #include "qext_torch.h"
 
@@ -52,9 +54,12 @@ void quantize_nvfp4_impl(const at::Tensor& input, const NVFP4Options& opt, Quant
   if (!rng_states.empty()) {
     TORCH_CHECK_VALUE(opt.stochastic_rounding,
                       "qext NVFP4: rng_states were given but stochastic_rounding is off");
-    TORCH_CHECK_VALUE(rng_states.size() == (two_states ? 2u : 1u), "qext NVFP4: this call needs ",
-                      two_states ? 2 : 1, " rng_states (", two_states ? "rowwise, columnwise" : "one",
-                      "), got ", rng_states.size());
+    // Named values, not temporaries, in the message: the ternaries' temporaries crashed
+    // c10::str in the .cold clone built by the GPU machine's compiler (seen on the H200).
+    const size_t needed = two_states ? 2 : 1;
+    const std::string which = two_states ? "rowwise then columnwise" : "one for the call";
+    TORCH_CHECK_VALUE(rng_states.size() == needed, "qext NVFP4: this call needs ", needed,
+                      " rng_states (", which, "), got ", rng_states.size());
     for (const auto& s : rng_states) {
       TORCH_CHECK_TYPE(s.scalar_type() == at::kLong && s.dim() == 1 && s.size(0) == 2 &&
                            s.device() == input.device() && s.is_contiguous(),
