@@ -94,6 +94,8 @@ def main() -> int:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--variants", nargs="*", default=list(VARIANTS))
     p.add_argument("--work", type=Path, default=ROOT / "build" / "evidence")
+    p.add_argument("--groups", nargs="*", choices=list(MEMCHECK_GROUPS),
+                   help="memcheck: only these case groups")
     p.add_argument("--trim", nargs="+", metavar="CASE",
                    help="only trim OUT's checker logs to these cases into OUT/trimmed/")
     a = p.parse_args()
@@ -154,7 +156,8 @@ def main() -> int:
             # One process per group: a faulting kernel can take the context down, and
             # the ERROR SUMMARY of each process then counts one group's errors.
             groups = {g: k for g, k in MEMCHECK_GROUPS.items()
-                      if name == "fixed" or g.startswith(GROUP_OF[name])}
+                      if (name == "fixed" or g.startswith(GROUP_OF[name]))
+                      and (not a.groups or g in a.groups)}
         table[name] = {"plain_rc": rc, "groups": {}, "cases": {}}
         for group, k in groups.items():
             argv = pytest + (["-k", k] if k else [])
