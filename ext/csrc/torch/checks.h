@@ -1,5 +1,9 @@
 // Input checks shared by the quantize entry points. Messages name the argument and
 // say what is allowed.
+//
+// Integers go into messages through std::to_string, never streamed: on the GPU machine's
+// build, streaming an integer from this library (c10::str -> ostream::_M_insert<long>)
+// segfaulted inside libstdc++'s locale code (seen on the H200; strings were fine).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -28,8 +32,9 @@ inline std::pair<int64_t, int64_t> check_input(const at::Tensor& x, const char* 
   const int64_t K = x.size(-1);
   const int64_t M = x.numel() / (K == 0 ? 1 : K);
   TORCH_CHECK_VALUE(M > 0 && K > 0 && M % multiple == 0 && K % multiple == 0, "qext ", format,
-                    ": the input flattened to [M, K] = [", M, ", ", K,
-                    "] must have M and K positive multiples of ", multiple, " (input shape ",
+                    ": the input flattened to [M, K] = [", std::to_string(M), ", ",
+                    std::to_string(K), "] must have M and K positive multiples of ",
+                    std::to_string(multiple), " (input shape ",
                     shape_str(x.sizes()), ")");
   return {M, K};
 }

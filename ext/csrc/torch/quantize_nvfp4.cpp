@@ -54,12 +54,11 @@ void quantize_nvfp4_impl(const at::Tensor& input, const NVFP4Options& opt, Quant
   if (!rng_states.empty()) {
     TORCH_CHECK_VALUE(opt.stochastic_rounding,
                       "qext NVFP4: rng_states were given but stochastic_rounding is off");
-    // Named values, not temporaries, in the message: the ternaries' temporaries crashed
-    // c10::str in the .cold clone built by the GPU machine's compiler (seen on the H200).
     const size_t needed = two_states ? 2 : 1;
-    const std::string which = two_states ? "rowwise then columnwise" : "one for the call";
-    TORCH_CHECK_VALUE(rng_states.size() == needed, "qext NVFP4: this call needs ", needed,
-                      " rng_states (", which, "), got ", rng_states.size());
+    TORCH_CHECK_VALUE(rng_states.size() == needed, "qext NVFP4: this call needs ",
+                      std::to_string(needed), " rng_states (",
+                      two_states ? "rowwise then columnwise" : "one for the call", "), got ",
+                      std::to_string(rng_states.size()));
     for (const auto& s : rng_states) {
       TORCH_CHECK_TYPE(s.scalar_type() == at::kLong && s.dim() == 1 && s.size(0) == 2 &&
                            s.device() == input.device() && s.is_contiguous(),
