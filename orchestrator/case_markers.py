@@ -4,22 +4,66 @@ Loaded into each child pytest with ``-p orchestrator.case_markers`` (and ``-s``,
 checker output is not swallowed by pytest's capture). It writes one line to fd 2 before
 and after every test, and synchronizes the CUDA device at teardown so that errors of a
 case's kernels are reported before its end marker. Lines written by the checker between
-two markers belong to that case.
+two markers belong to that case. `orchestrator.nodes` reads the markers back.
+
+It also serves csorch's executor, through the environment:
+- ``CSORCH_DONE_FILE``: node ids (one a line) already run by an earlier process of the
+  same attempt; they are deselected, so a fresh process continues after a crash.
+- ``CSORCH_PACKAGE_DIR`` and ``CSORCH_PACKAGES``: the build under test; if one of those
+  packages would be imported from anywhere else (a dev install shadowing it), the
+  session stops with an error instead of silently testing the wrong binary.
+After a CUDA error at teardown the session stops (the context is gone: every later case
+in this process would fail for no reason of its own); csorch reruns the rest elsewhere.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
 BEGIN = "[csorch-case-begin]"
 END = "[csorch-case-end]"
+OUTCOME = "[csorch-case-outcome]"
+CUDA_ERROR = "[csorch-cuda-error]"
+SESSION_END = "[csorch-session-end]"
+IMPORT_ERROR = "[csorch-import-error]"
 
 
 def _mark(kind: str, nodeid: str, extra: str = "") -> None:
     # os.write on the raw fd: unbuffered, so the order with the checker's writes holds.
     os.write(2, f"\n{kind} {nodeid}{extra}\n".encode())
+
+
+def pytest_collection_modifyitems(session, config, items):
+    done_file = os.environ.get("CSORCH_DONE_FILE")
+    if not done_file:
+        return
+    done = set(Path(done_file).read_text().splitlines())
+    kept = [item for item in items if item.nodeid not in done]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
+        items[:] = kept
+
+
+def pytest_collection_finish(session):
+    root = os.environ.get("CSORCH_PACKAGE_DIR")
+    if not root:
+        return
+    root_path = Path(root).resolve()
+    for name in filter(None, os.environ.get("CSORCH_PACKAGES", "").split(",")):
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None) if module else None
+        if origin is None:
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+        if origin is None or not Path(origin).resolve().is_relative_to(root_path):
+            message = f"{name} comes from {origin}, not from the build under test {root}"
+            _mark(IMPORT_ERROR, name, f" {message}")
+            pytest.exit(f"csorch: {message}", returncode=4)
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -29,22 +73,30 @@ def pytest_runtest_logstart(nodeid, location):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield
-    try:
-        import torch
-    except ImportError:
+    torch = sys.modules.get("torch")  # a test that never imported torch used no GPU
+    if torch is None:
         return
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         try:
             # Load-bearing: flushes this case's kernel errors before its end marker.
             torch.cuda.synchronize()
         except RuntimeError as e:
-            _mark("[csorch-cuda-error]", item.nodeid, f" {str(e).splitlines()[0]}")
+            _mark(CUDA_ERROR, item.nodeid, f" {str(e).splitlines()[0]}")
+            item.session.shouldstop = "csorch: the CUDA context is gone"
 
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        _mark("[csorch-case-outcome]", report.nodeid, f" {report.outcome}")
+    if report.when == "call":
+        _mark(OUTCOME, report.nodeid, f" {report.outcome}")
+    elif report.outcome == "skipped" and report.when == "setup":
+        _mark(OUTCOME, report.nodeid, " skipped")
+    elif report.outcome == "failed":  # pytest counts a failing fixture as an error
+        _mark(OUTCOME, report.nodeid, " error")
 
 
 def pytest_runtest_logfinish(nodeid, location):
     _mark(END, nodeid)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _mark(SESSION_END, str(int(exitstatus)))

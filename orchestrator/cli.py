@@ -1,23 +1,34 @@
 """The csorch command line: the only module that prints (with Rich) and exits.
 
 Verbs map to pipelines of the stage modules; each verb returns one of `ExitCode`:
-0 pass, 1 fail, 2 usage error (bad arguments or config; also Click's own code),
-3 inconclusive. `csorch bisect`/`probe` will speak git's 0/1/125 instead.
-Verbs still to come (issues #5 and #6): run, gate, compare, bisect, probe, report,
-verify, doctor.
+0 pass, 1 fail, 2 usage error (bad arguments or config, a checker asked for but
+missing; also Click's own code), 3 inconclusive (also an interrupted run, whose bundle
+is left marked incomplete). `csorch bisect`/`probe` will speak git's 0/1/125 instead.
+Verbs still to come (issue #6): gate, compare, bisect, probe, report, verify, doctor.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import platform
+import signal
 import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import __version__
+from orchestrator import __version__, backends, cache, host, workflow
+from orchestrator.config import load_experiment
 from orchestrator.errors import CsorchError
+from orchestrator.model import Attempt, Build, Verdict
+from orchestrator.plan import Fanout, Job, parse_devices
+from orchestrator.report import table
 
 app = typer.Typer(
     name="csorch",
@@ -28,7 +39,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
+# a table of variants x runs is wide: do not squeeze it into 80 columns when piped
+out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 
 
@@ -67,3 +79,166 @@ def version_command() -> None:
     """Print csorch's version and the Python running it."""
     out.print(f"csorch {__version__}", highlight=False)
     out.print(f"python {platform.python_version()} ({sys.executable})", highlight=False)
+
+
+VERDICT_EXIT = {
+    Verdict.PASS: ExitCode.PASS,
+    Verdict.FAIL: ExitCode.FAIL,
+    Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
+}
+
+
+class _Progress(workflow.Events):
+    """Rich progress bars for builds and attempts (called from worker threads)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.builds = progress.add_task("building", total=0)
+        self.runs = progress.add_task("running", total=0)
+
+    def planned(self, variants: list[str], jobs: int) -> None:
+        self.progress.update(self.builds, total=len(variants))
+        self.progress.update(self.runs, total=jobs)
+
+    def build_started(self, variant: str) -> None:
+        self.progress.update(self.builds, description=f"building {variant}")
+
+    def build_finished(self, build: Build) -> None:
+        state = "cached" if build.cached else "built" if build.ok else "[red]FAILED[/]"
+        self.progress.console.print(f"  {build.variant}: {build.kind.value} {state}")
+        self.progress.advance(self.builds)
+
+    def attempt_started(self, job: Job) -> None:
+        self.progress.update(self.runs, description=f"running {job.variant}/{job.run}/{job.case}")
+
+    def attempt_finished(self, attempt: Attempt) -> None:
+        self.progress.advance(self.runs)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _choose(requested: str) -> tuple[backends.Choice, host.Host]:
+    checkers = host.probe_checkers()
+    facts = host.probe(sys.executable, checkers)
+    choice = backends.choose(
+        requested, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]
+    )
+    return choice, facts
+
+
+def _default_out(name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = Path("results") / f"{name}-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = Path("results") / f"{name}-{stamp}-{n}"
+    return path
+
+
+@app.command("run")
+def run_command(
+    config: Annotated[Path, typer.Argument(help="the experiment config (YAML)")],
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="auto | compute-sanitizer | asan (auto: compute-sanitizer where a GPU and "
+            "the tool exist, else ASan)"
+        ),
+    ] = "auto",
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", help="the results bundle (default: results/<experiment>-<time>)"),
+    ] = None,
+    repeat: Annotated[int | None, typer.Option(min=1, help="N for every run")] = None,
+    devices: Annotated[
+        str | None,
+        typer.Option(help="GPUs to fan out over, e.g. 0,1 (CUDA_VISIBLE_DEVICES per child)"),
+    ] = None,
+    fanout: Annotated[
+        Fanout,
+        typer.Option(
+            help="shard: split the attempts over the devices; replicate: run every attempt "
+            "on every device"
+        ),
+    ] = Fanout.SHARD,
+    jobs: Annotated[
+        int | None,
+        typer.Option(min=1, help="child processes at once (default: CPU count, up to 8)"),
+    ] = None,
+    cache_dir: Annotated[Path, typer.Option(help="the build cache")] = cache.DEFAULT_DIR,
+    keep_work: Annotated[bool, typer.Option(help="keep the scratch trees")] = False,
+) -> None:
+    """Build every variant, run its cases under the checker, and judge causality."""
+    if backend not in backends.CHOICES:
+        raise fail(
+            CsorchError(
+                f"unknown backend {backend!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
+            )
+        )
+    try:
+        experiment = load_experiment(config)
+        device_list = parse_devices(devices) if devices else ()
+        choice, facts = _choose(backend)
+    except ValueError as exc:
+        raise fail(CsorchError(f"--devices: {exc}")) from None
+    except CsorchError as exc:  # a bad config, or a checker asked for but missing
+        raise fail(exc) from None
+    if out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
+        # a bundle's manifest hashes every log in it: old files would pass as evidence
+        raise fail(CsorchError(f"--out {out_dir} is not empty", hint="give a new directory"))
+    if device_list and choice.backend == "asan":
+        raise fail(
+            CsorchError(
+                "--devices fans out over GPUs; the ASan backend runs on the CPU",
+                hint="drop --devices, or use --backend compute-sanitizer",
+            )
+        )
+    out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
+    options = workflow.Options(
+        backend=choice.backend,
+        reason=choice.reason,
+        out=out_dir or _default_out(experiment.name),
+        cache=cache_dir,
+        jobs=jobs or min(os.cpu_count() or 1, 8),
+        devices=device_list,
+        fanout=fanout,
+        repeat=repeat,
+        keep_work=keep_work,
+    )
+    start = time.monotonic()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    # a CI job is cancelled with SIGTERM: stop the children and keep the bundle valid,
+    # as for Ctrl-C (the children run in their own sessions and would be orphaned)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with Progress(*columns, console=err, transient=True) as progress:
+            result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: the bundle in {options.out} is marked incomplete",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(ExitCode.INCONCLUSIVE) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    out.print(
+        table.render(
+            experiment,
+            result.builds,
+            result.attempts,
+            result.judgement,
+            backend=choice.backend,
+            not_run=result.not_run,
+        )
+    )
+    out.print(f"bundle: {result.bundle} ({time.monotonic() - start:.0f} s)", highlight=False)
+    raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

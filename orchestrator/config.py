@@ -31,6 +31,10 @@ the closest key for a misspelt one. Paths are relative to the config file.
     cases:
       - ../tests/regression/test_rng_ownership.py          # a pytest path or node id
       - {name: sr, pytest: ../tests/regression/test_sr_reference.py, marker: "not slow"}
+      - name: rng-unfused                 # extra pytest args, and args per backend
+        pytest: ../tests/regression/test_rng_ownership.py
+        args: [-k, not fused]
+        backend_args: {asan: [--qext-device, cpu], compute-sanitizer: [--qext-device, cuda]}
       # - [./bug, "8"]                    # a command (argv), run in the variant's tree
     repeats: 1                            # N, default 1
     timeout: 15m                          # per attempt: seconds or 90s / 10m / 2h
@@ -47,6 +51,17 @@ Signature targets watch runs with a checker and outcome targets plain runs, unle
 target names its `run`; a target that names its `checker` counts only where that tool
 ran (give a memcheck and an asan target to serve both backends). A config may describe
 an experiment without `expect`; it is then tabulated but not judged.
+
+Builds (build.py): `jit` runs the subject's build description, a Python script inside
+the variant's tree (`description`; default: the tree's only `build.py` or `*/build.py`),
+as `python SCRIPT --root TREE --build-dir B --package-dir P [--sanitize address]`; the
+contract for any subject is that it leaves an importable package directory in P, which
+goes first on the cases' PYTHONPATH (qext's is `qext/build.py`). `wheel` runs
+`pip wheel TREE --no-deps --no-build-isolation` and installs the wheel into a private
+directory with `pip install --no-deps --no-index --target P`. `command` runs its argv in
+the tree; command cases then run in the built tree. Sanitizer and `flags` reach the
+compilers through CFLAGS, CXXFLAGS and LDFLAGS (NVCC_APPEND_FLAGS for nvcc), and
+CSORCH_SANITIZE names the sanitizer ("address" or empty) for every kind.
 """
 
 from __future__ import annotations
@@ -74,6 +89,7 @@ from orchestrator.model import (
     Variant,
 )
 from orchestrator.schema import (
+    BACKENDS,
     BUILD,
     CASE,
     DURATION_RE,
@@ -133,6 +149,15 @@ def _env(view: View) -> Env:
         if not ENV_NAME_RE.match(key):
             raise value.error("not a valid environment variable name")
         pairs.append((key, value.word()))
+    return tuple(sorted(pairs))
+
+
+def _backend_args(view: View) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    pairs = []
+    for key, value in view.entries().items():
+        if key not in BACKENDS:
+            raise value.error(f"unknown backend; choose from: {', '.join(BACKENDS)}")
+        pairs.append((key, value.words()))
     return tuple(sorted(pairs))
 
 
@@ -335,21 +360,24 @@ class _Reader:
             argv = command.words(allow_single=False)
             if not argv:
                 raise command.error("must not be empty")
-            if "marker" in f:
-                raise f.require("marker").error("applies to pytest cases only")
+            for key in ("marker", "args", "backend_args"):
+                if key in f:
+                    raise f.require(key).error("applies to pytest cases only")
             derived = _slug(" ".join([Path(argv[0]).name, *argv[1:]]))
             return Case(_name(name) if name else derived, CaseKind.COMMAND, command=argv)
         assert pytest is not None
         items = list(pytest.items()) if pytest.is_list else [pytest]
         if not items:
             raise pytest.error("needs at least one path or node id")
-        marker = f.get("marker")
+        marker, args, per_backend = f.get("marker"), f.get("args"), f.get("backend_args")
         derived = _slug(Path(items[0].word()).name.replace(".py", ""))
         return Case(
             name=_name(name) if name else derived,
             kind=CaseKind.PYTEST,
             pytest=tuple(self._pytest_target(i) for i in items),
             marker=marker.text("a marker expression") if marker else "",
+            args=args.words() if args else (),
+            backend_args=_backend_args(per_backend) if per_backend else (),
         )
 
     def expect(self, view: View, experiment: Experiment) -> Expectations:

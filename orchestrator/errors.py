@@ -74,14 +74,18 @@ class BuildError(CsorchError):
         returncode: int | None,
         log_path: Path | None = None,
         log_tail: str = "",
+        *,
+        problem: str = "",
     ) -> None:
         self.variant = variant
         self.command = tuple(command)
         self.returncode = returncode
         self.log_path = log_path
         self.log_tail = log_tail
+        self.problem = problem
         status = "timed out" if returncode is None else f"exited {returncode}"
-        msg = f"build of variant {variant!r} failed: `{' '.join(self.command)}` {status}"
+        what = problem or f"`{' '.join(self.command)}` {status}"
+        msg = f"build of variant {variant!r} failed: {what}"
         if log_path is not None:
             msg += f"; full log: {log_path}"
         if log_tail:

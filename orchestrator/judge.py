@@ -361,7 +361,8 @@ def causality(
     else:
         verdict = Verdict.PASS
         reasons = [
-            f"{expect.fix} removes every target ({len(targets)}) that the controls "
+            f"{expect.fix} removes every target ({len({t.label for t, _ in judged})}) "
+            f"that the controls "
             f"({', '.join(expect.controls)}) reproduce"
         ]
     return Judgement(

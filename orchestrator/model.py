@@ -122,6 +122,15 @@ class Case(Record):
     pytest: tuple[str, ...] = ()  # absolute paths or node ids ("/abs/test_x.py::test_y")
     marker: str = ""  # pytest -m expression
     command: tuple[str, ...] = ()  # COMMAND: argv, run in the variant's tree
+    args: tuple[str, ...] = ()  # PYTEST: extra pytest arguments (`-k "not fused"`)
+    # PYTEST: extra arguments per backend ("asan", "compute-sanitizer"): how a subject's
+    # suite is told which device to use is the subject's business, not csorch's
+    backend_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def args_for(self, backend: str) -> tuple[str, ...]:
+        """The case's pytest arguments under `backend`."""
+        extra = next((a for b, a in self.backend_args if b == backend), ())
+        return (*self.args, *extra)
 
 
 @dataclass(frozen=True)
@@ -219,12 +228,18 @@ class Build(Record):
     kind: BuildKind
     ok: bool
     cache_key: str = ""
-    directory: Path | None = None
-    artifacts: tuple[Artifact, ...] = ()
+    directory: Path | None = None  # the cache entry
+    artifacts: tuple[Artifact, ...] = ()  # paths relative to `directory`
     cached: bool = False
-    duration: float = 0.0
+    duration: float = 0.0  # of the build that made the entry
+    cpu: float = 0.0  # user + system seconds of that build's processes
     log: Path | None = None
     error: str = ""  # the BuildError/PatchError message when not ok
+    sanitizer: str = ""  # "address": the binaries need the ASan runtime to load
+    import_path: Path | None = None  # JIT/WHEEL: goes first on the cases' PYTHONPATH
+    workdir: Path | None = None  # COMMAND: the built tree, where command cases run
+    source_digest: str = ""
+    steps: tuple[tuple[str, ...], ...] = ()  # the argv of each build step
 
 
 @dataclass(frozen=True)
@@ -321,6 +336,32 @@ class Signature(Record):
 
 
 @dataclass(frozen=True)
+class Launch(Record):
+    """One child process of an attempt; a case that destroys the CUDA context or kills
+    the process sends the cases after it to a fresh launch."""
+
+    argv: tuple[str, ...]
+    env: Env  # what csorch set on top of its own environment
+    cwd: str
+    log: Path
+    returncode: int | None = None
+    timed_out: bool = False
+    duration: float = 0.0
+    cpu: float = 0.0  # user + system seconds (what it cost; duration is what it took)
+    skipped: int = 0  # node ids deselected because an earlier launch ran them
+    ended: str = ""  # "" a normal end, else why the cases after it moved on
+
+
+@dataclass(frozen=True)
+class NodeResult(Record):
+    """One pytest node (or one command case) as its markers reported it."""
+
+    nodeid: str
+    outcome: Outcome
+    detail: str = ""  # "process died during this case", "CUDA error: ..."
+
+
+@dataclass(frozen=True)
 class Attempt(Record):
     """One variant x run x case x device x repeat execution (`repeat` counts from 0)."""
 
@@ -340,6 +381,8 @@ class Attempt(Record):
     checker_log: Path | None = None
     parse: ParseResult | None = None
     error: str = ""  # why it could not run (start failure, build failure)
+    nodes: tuple[NodeResult, ...] = ()
+    launches: tuple[Launch, ...] = ()
 
     @property
     def inconclusive_reason(self) -> str:

@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class ProcResult(Record):
     log_path: Path
     cwd: str
     env_delta: tuple[tuple[str, str | None], ...]  # what was set (None: removed)
+    cpu: float = 0.0  # user + system seconds of the child and the descendants it waited for
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,13 @@ def _exited(pid: int) -> bool:
     return info is not None
 
 
-def _wait_exit(pid: int, timeout: float | None) -> bool:
-    """Poll until the child exits (True) or `timeout` passes (False)."""
+def _wait_exit(pid: int, timeout: float | None, cancel: threading.Event | None = None) -> bool:
+    """Poll until the child exits (True), or `timeout` passes or `cancel` is set (False)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.0005
     while not _exited(pid):
+        if cancel is not None and cancel.is_set():
+            return False
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -119,12 +123,18 @@ def run(
     base_env: Mapping[str, str] | None = None,
     grace: float = DEFAULT_GRACE,
     append: bool = False,
+    cancel: threading.Event | None = None,
 ) -> ProcResult:
     """Run `argv` to completion with its output in `log_path`; kill its group on timeout.
 
     `env` is applied on top of `base_env` (default: csorch's environment). On
-    KeyboardInterrupt the group is killed and the interrupt re-raised.
+    KeyboardInterrupt the group is killed and the interrupt re-raised. `cancel` is how
+    another thread interrupts a run in a worker thread (Ctrl-C only reaches the main
+    thread, and the children sit in their own sessions): when it is set, the group is
+    killed and KeyboardInterrupt raised in the worker.
     """
+    if cancel is not None and cancel.is_set():
+        raise KeyboardInterrupt
     args = tuple(os.fspath(a) for a in argv)
     child_env, delta = build_env(env, base_env)
     log_path = Path(log_path)
@@ -141,7 +151,9 @@ def run(
             cwd=cwd,
         )
         try:
-            if not _wait_exit(proc.pid, timeout):
+            if not _wait_exit(proc.pid, timeout, cancel):
+                if cancel is not None and cancel.is_set():
+                    raise KeyboardInterrupt
                 timed_out = True
                 _stop_group(proc.pid, grace)
         except KeyboardInterrupt:
@@ -152,7 +164,10 @@ def run(
         # the leader is exited but not yet reaped, so its pid still names this group:
         # anything it left behind goes with it
         _killpg(proc.pid, signal.SIGKILL)
-        returncode = proc.wait()
+        # wait4, not wait: its resource usage is what the child cost (a build's compilers
+        # included), which a wall-clock duration of parallel work does not tell
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = returncode = os.waitstatus_to_exitcode(status)
         duration = time.monotonic() - start
     return ProcResult(
         argv=args,
@@ -160,6 +175,7 @@ def run(
         timed_out=timed_out,
         duration=duration,
         log_path=log_path,
+        cpu=usage.ru_utime + usage.ru_stime,
         cwd=os.fspath(cwd) if cwd is not None else os.getcwd(),
         env_delta=delta,
     )

@@ -59,7 +59,11 @@ CASE = {
     "pytest": "pytest paths or node ids",
     "marker": "a pytest -m expression",
     "command": "an argv list",
+    "args": "extra pytest arguments",
+    "backend_args": "extra pytest arguments per backend: {asan: [...], compute-sanitizer: [...]}",
 }
+#: the backends a case's `backend_args` may name
+BACKENDS = ("asan", "compute-sanitizer")
 EXPECT = {
     "controls": "the unpatched variants that must show the target",
     "fix": "the variant that must not show it",

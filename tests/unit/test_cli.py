@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,57 @@ def test_python_dash_m_runs_the_app() -> None:
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout.strip() == f"csorch {__version__}"
+
+
+def _config(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir(exist_ok=True)
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        "name: e\nsource: src\nvariants: [{name: v, build: {kind: command, command: [make]}}]\n"
+        "runs: [{name: m, checker: memcheck}]\ncases: [[./prog]]\n"
+    )
+    return path
+
+
+def test_run_rejects_an_unknown_backend(tmp_path: Path) -> None:
+    result = runner.invoke(cli.app, ["run", str(_config(tmp_path)), "--backend", "valgrind"])
+    assert result.exit_code == cli.ExitCode.USAGE and "unknown backend" in result.output
+
+
+def test_run_reports_a_bad_config_with_its_line(tmp_path: Path) -> None:
+    path = _config(tmp_path)
+    path.write_text(path.read_text().replace("checker: memcheck", "checker: memchek"))
+    result = runner.invoke(cli.app, ["run", str(path), "--backend", "asan"])
+    assert result.exit_code == cli.ExitCode.USAGE
+    assert "exp.yaml:4: runs[0].checker: 'memchek' is not allowed" in result.output
+
+
+def test_an_explicit_checker_that_is_missing_is_an_error(tmp_path: Path) -> None:
+    from orchestrator.backends.compute_sanitizer import locate
+
+    if locate(os.environ) is not None:
+        pytest.skip("compute-sanitizer is installed here")
+    result = runner.invoke(
+        cli.app, ["run", str(_config(tmp_path)), "--backend", "compute-sanitizer"]
+    )
+    assert result.exit_code == cli.ExitCode.USAGE
+    assert "checker compute-sanitizer is unavailable" in result.output
+
+
+def test_devices_need_a_gpu_backend(tmp_path: Path) -> None:
+    result = runner.invoke(
+        cli.app, ["run", str(_config(tmp_path)), "--backend", "asan", "--devices", "0,1"]
+    )
+    assert result.exit_code == cli.ExitCode.USAGE and "fans out over GPUs" in result.output
+    bad = runner.invoke(cli.app, ["run", str(_config(tmp_path)), "--devices", "0,0"])
+    assert bad.exit_code == cli.ExitCode.USAGE and "listed twice" in bad.output
+
+
+def test_run_will_not_mix_into_an_old_bundle(tmp_path: Path) -> None:
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "results.json").write_text("{}")
+    result = runner.invoke(
+        cli.app, ["run", str(_config(tmp_path)), "--backend", "asan", "--out", str(old)]
+    )
+    assert result.exit_code == cli.ExitCode.USAGE and "is not empty" in result.output

@@ -81,8 +81,11 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
     assert e.variants[1].build.flags == ("-DQEXT_TRACE",)
     assert e.runs[1].options == ("--padding", "512") and e.runs[1].timeout == 1800.0
     assert e.runs[1].repeats == 4 and e.timeout == 900.0
-    assert [c.name for c in e.cases] == ["test_rng_ownership", "sr"]
+    assert [c.name for c in e.cases] == ["test_rng_ownership", "sr", "rng-unfused"]
     assert e.cases[1].marker == "not slow"
+    assert e.cases[2].args == ("-k", "not fused")
+    assert e.cases[2].args_for("asan") == ("-k", "not fused", "--qext-device", "cpu")
+    assert e.cases[2].args_for("compute-sanitizer")[-1] == "cuda"
     assert e.expect is not None and e.expect.min_hits == 3
     assert e.expect.targets[0].function == "*nvfp4*"
     assert (e.expect.targets[1].checker, e.expect.targets[1].frame) == ("asan", "*nvfp4*")
@@ -374,6 +377,20 @@ BAD = [
         "repeats",
         "duplicate key (first given on line 17)",
     ),
+    (
+        "backend-args-unknown-backend",
+        sub("  - tests/test_a.py", "  - {pytest: tests/test_a.py, backend_args: {cuda: [-x]}}"),
+        16,
+        "cases[0].backend_args.cuda",
+        "unknown backend; choose from: asan, compute-sanitizer",
+    ),
+    (
+        "args-on-a-command-case",
+        sub("  - tests/test_a.py", "  - {command: [./bug], args: [-k, x]}"),
+        16,
+        "cases[0].args",
+        "applies to pytest cases only",
+    ),
     ("bad-yaml", sub("name: demo", "name: [demo"), 2, "", "not valid YAML"),
     ("empty-file", "", 1, "", "the file is empty"),
     ("top-level-list", "- a\n- b\n", 1, "", "expected a mapping, found a list"),
@@ -415,3 +432,36 @@ def test_durations() -> None:
         assert schema.DURATION_RE.match(text)
         m = schema.DURATION_RE.match(text)
         assert m is not None and float(m["n"]) * schema.UNITS[m["unit"]] == seconds
+
+
+def test_the_shipped_configs_target_the_captured_control_logs() -> None:
+    from orchestrator.backends import asan, cs_log
+    from orchestrator.findings import matches, signature
+
+    root = Path(__file__).resolve().parents[2]
+    rng = load_experiment(root / "configs" / "nvfp4-rng-ownership.yaml")
+    noop = load_experiment(root / "configs" / "noop-swizzle.yaml")
+    for e in (rng, noop):
+        assert [v.name for v in e.variants] == ["patched", "rebuilt", "installed"]
+        assert [v.build.kind for v in e.variants] == [BuildKind.JIT, BuildKind.JIT, BuildKind.WHEEL]
+        assert [r.checker for r in e.runs] == [Checker.NONE, Checker.MEMCHECK]
+        assert dict(e.runs[1].env) == {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+        assert all(c.args_for("asan")[-2:] == ("--qext-device", "cpu") for c in e.cases)
+        assert all(c.args_for("compute-sanitizer")[-1] == "cuda" for c in e.cases)
+        assert e.expect is not None and e.expect.controls == ("rebuilt", "installed")
+    fixtures = root / "tests" / "fixtures"
+    logs = {
+        "asan": asan.parse(
+            (fixtures / "controls/cpu-asan/rng-owner-scope-asan.log").read_text().splitlines()
+        ),
+        "memcheck": cs_log.parse(
+            (fixtures / "compute-sanitizer/h200/rng-owner-scope-memcheck-rng-64x96.log")
+            .read_text()
+            .splitlines()
+        ),
+    }
+    assert rng.expect is not None
+    for target in rng.expect.targets:
+        found = logs[target.checker].findings
+        assert found and all(matches(target, signature(f)) for f in found), target
+    assert {t.outcome for t in noop.expect.targets} == {Outcome.FAILED}

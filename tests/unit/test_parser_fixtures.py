@@ -21,7 +21,8 @@ from orchestrator.model import Checker, ParseResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOGS = sorted(FIXTURES.rglob("*.log"))
-SPECIFIED = ("asan", "compute-sanitizer", "controls")  # every log under these must have expectations
+# every log under these must have expectations
+SPECIFIED = ("asan", "compute-sanitizer", "controls")
 
 
 def parse_fixture(log: Path, spec: dict) -> ParseResult:

@@ -177,3 +177,14 @@ def test_capture_returns_output_and_times_out(tmp_path: Path) -> None:
 def test_result_round_trips() -> None:
     result = proc.ProcResult(("a",), 0, False, 1.0, Path("/tmp/x"), "/", (("A", None),))
     assert proc.ProcResult.from_dict(result.to_dict()) == result
+
+
+def test_cpu_time_of_the_child_and_what_it_waited_for(tmp_path: Path) -> None:
+    # the child spins in a grandchild: wait4's usage includes it, the wall clock cannot
+    spin = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {spin!r}])"
+    result = proc.run([PY, "-c", code], log_path=tmp_path / "spin.log")
+    assert result.returncode == 0 and result.cpu >= 0.3
+    assert (
+        proc.run([PY, "-c", "import sys; sys.exit(5)"], log_path=tmp_path / "x.log").returncode == 5
+    )

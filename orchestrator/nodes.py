@@ -1,0 +1,107 @@
+"""Reading a child pytest's case markers back: which nodes ran, how each ended, and
+whether the process stopped before its session did.
+
+The plugin (`case_markers`) writes the markers; this module reads one launch's log and
+returns a `LaunchReport`. Pure: lines in, record out. The executor uses it to decide
+whether the cases after a crash or a destroyed CUDA context need a fresh process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from orchestrator.model import NodeResult, Outcome
+
+# [csorch-case-begin] tests/regression/test_rng_ownership.py::test_replay[cpu-64x96]
+BEGIN_RE = re.compile(r"^\[csorch-case-begin\] (?P<node>.+?)\s*$")
+# [csorch-case-end] tests/regression/test_rng_ownership.py::test_replay[cpu-64x96]
+END_RE = re.compile(r"^\[csorch-case-end\] (?P<node>.+?)\s*$")
+# [csorch-case-outcome] tests/regression/test_rng_ownership.py::test_replay[cpu-64x96] failed
+OUTCOME_RE = re.compile(
+    r"^\[csorch-case-outcome\] (?P<node>.+) (?P<outcome>passed|failed|skipped|error)\s*$"
+)
+# [csorch-cuda-error] tests/x.py::test_y CUDA error: unspecified launch failure
+CUDA_ERROR_RE = re.compile(
+    r"^\[csorch-cuda-error\] (?P<node>\S+(?:\[[^\]]*\])?)(?: (?P<message>.*))?$"
+)
+# [csorch-session-end] 1
+SESSION_END_RE = re.compile(r"^\[csorch-session-end\] (?P<status>-?\d+)\s*$")
+# [csorch-import-error] qext qext comes from /src/qext/__init__.py, not from ...
+IMPORT_ERROR_RE = re.compile(r"^\[csorch-import-error\] (?P<package>\S+) (?P<message>.*)$")
+# RuntimeError: CUDA error: unspecified launch failure   (anywhere in a line)
+LAUNCH_FAILURE_RE = re.compile(
+    r"unspecified launch failure|an illegal memory access was encountered"
+)
+
+_RANK = {Outcome.SKIPPED: 0, Outcome.PASSED: 1, Outcome.FAILED: 2, Outcome.ERROR: 3}
+
+
+@dataclass(frozen=True)
+class LaunchReport:
+    """What one process's markers say."""
+
+    nodes: tuple[NodeResult, ...]  # in the order they began
+    session_status: int | None  # pytest's exit status; None: the session never finished
+    context_lost: str = ""  # node id after which the CUDA context was gone
+    import_error: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """The session ended by itself and every node in it can be trusted."""
+        return self.session_status is not None and not self.context_lost
+
+    @property
+    def began(self) -> tuple[str, ...]:
+        return tuple(n.nodeid for n in self.nodes)
+
+
+def read(lines: Iterable[str]) -> LaunchReport:
+    """Parse one launch's log."""
+    order: list[str] = []
+    outcomes: dict[str, Outcome] = {}
+    details: dict[str, str] = {}
+    ended: set[str] = set()
+    current = ""
+    status: int | None = None
+    lost = ""
+    import_error = ""
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line.startswith("[csorch-"):
+            if LAUNCH_FAILURE_RE.search(line) and current and not lost:
+                lost = current  # the context died inside this case
+                details.setdefault(current, "CUDA context lost: " + line.strip()[:200])
+            continue
+        if m := BEGIN_RE.match(line):
+            current = m["node"]
+            if current not in outcomes:
+                order.append(current)
+        elif m := END_RE.match(line):
+            ended.add(m["node"])
+            current = ""
+        elif m := OUTCOME_RE.match(line):
+            node, outcome = m["node"], Outcome(m["outcome"])
+            if node not in outcomes and node not in order:
+                order.append(node)
+            if _RANK[outcome] >= _RANK.get(outcomes.get(node, Outcome.SKIPPED), 0):
+                outcomes[node] = outcome
+        elif m := CUDA_ERROR_RE.match(line):
+            node = m["node"]
+            lost = lost or node
+            details[node] = "CUDA error at teardown: " + (m["message"] or "").strip()
+            outcomes[node] = Outcome.ERROR
+        elif m := SESSION_END_RE.match(line):
+            status = int(m["status"])
+        elif m := IMPORT_ERROR_RE.match(line):
+            import_error = m["message"]
+    nodes = []
+    for node in order:
+        if node in outcomes and node in ended:
+            outcome, detail = outcomes[node], details.get(node, "")
+        else:
+            outcome = Outcome.ERROR
+            detail = details.get(node, "the process died during this case")
+        nodes.append(NodeResult(node, outcome, detail))
+    return LaunchReport(tuple(nodes), status, lost, import_error)

@@ -1,0 +1,86 @@
+"""The attempt plan: which variant x run x case x repeat runs on which device. Pure.
+
+Without devices every job runs on the default device (the CPU under ASan, whatever
+CUDA picks under compute-sanitizer). With `--devices 0,1` the executor sets
+`CUDA_VISIBLE_DEVICES` per job, and the fan-out decides the work each device gets:
+- `shard`: each job runs once, the jobs dealt round-robin over the devices in plan
+  order (variant, run, repeat, case), so every device gets a share of every variant;
+- `replicate`: every job runs on every device (per-rank attempts and logs), to show
+  that a finding does not depend on the GPU it ran on.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from orchestrator.model import Experiment
+from orchestrator.serial import Record
+
+
+class Fanout(enum.Enum):
+    SHARD = "shard"
+    REPLICATE = "replicate"
+
+
+@dataclass(frozen=True)
+class Job(Record):
+    variant: str
+    run: str
+    case: str
+    repeat: int  # from 0
+    device: str = ""  # CUDA_VISIBLE_DEVICES for this job; "" = leave it alone
+    rank: int = 0  # the device's index in --devices
+
+    def stem(self) -> str:
+        """The job's log name inside the bundle's logs directory (per rank with devices)."""
+        rank = f"-rank{self.rank}-gpu{self.device}" if self.device else ""
+        return f"{self.variant}/{self.run}/{self.case}/r{self.repeat}{rank}"
+
+
+def parse_devices(text: str) -> tuple[str, ...]:
+    """`0,1` -> ("0", "1"); ValueError for anything that is not distinct GPU indices/UUIDs."""
+    devices = tuple(d.strip() for d in text.split(",") if d.strip())
+    if not devices:
+        raise ValueError("give one or more GPU indices, e.g. 0,1")
+    if len(set(devices)) != len(devices):
+        raise ValueError(f"a device is listed twice in {text!r}")
+    for d in devices:
+        if not (d.isdigit() or d.startswith(("GPU-", "MIG-"))):
+            raise ValueError(f"{d!r} is not a GPU index or UUID")
+    return devices
+
+
+def plan(
+    experiment: Experiment,
+    *,
+    devices: Sequence[str] = (),
+    fanout: Fanout = Fanout.SHARD,
+    runs: Iterable[str] | None = None,
+    variants: Iterable[str] | None = None,
+) -> tuple[Job, ...]:
+    """Every job of the experiment, restricted to `runs` and `variants` when given."""
+    run_names = set(runs) if runs is not None else {r.name for r in experiment.runs}
+    variant_names = set(variants) if variants is not None else {v.name for v in experiment.variants}
+    units = [
+        (variant.name, run.name, case.name, repeat)
+        for variant in experiment.variants
+        if variant.name in variant_names
+        for run in experiment.runs
+        if run.name in run_names
+        for repeat in range(experiment.repeats_for(run))
+        for case in experiment.cases
+    ]
+    if not devices:
+        return tuple(Job(*unit) for unit in units)
+    if fanout is Fanout.REPLICATE:
+        return tuple(
+            Job(*unit, device=device, rank=rank)
+            for unit in units
+            for rank, device in enumerate(devices)
+        )
+    return tuple(
+        Job(*unit, device=devices[i % len(devices)], rank=i % len(devices))
+        for i, unit in enumerate(units)
+    )

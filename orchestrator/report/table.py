@@ -1,0 +1,192 @@
+"""The terminal view of a run: builds, a table of cases x (variant, run), signatures,
+target hits and the verdict line. Input is records only (a live run or a bundle read
+back), output is Rich renderables; printing is the CLI's job.
+
+A cell shows the case's outcome and, for a run with a checker, the number of findings
+attributed to it: `failed`, `passed 8`, `passed 24 in 3/3` (24 findings, in 3 of 3
+repeats). `-` means the case did not run there; `not built` and `inconclusive` say why.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from orchestrator.findings import group
+from orchestrator.judge import Judgement, aggregate
+from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
+
+STYLES = {
+    Outcome.PASSED: "green",
+    Outcome.FAILED: "red",
+    Outcome.ERROR: "bold red",
+    Outcome.SKIPPED: "dim",
+}
+VERDICT_STYLES = {
+    Verdict.PASS: "bold green",
+    Verdict.FAIL: "bold red",
+    Verdict.INCONCLUSIVE: "bold yellow",
+}
+OUTSIDE = "(outside a test)"
+
+
+def short(nodeid: str) -> str:
+    """`tests/x/test_a.py::test_b[cpu]` -> `test_b[cpu]`."""
+    return nodeid.rsplit("::", 1)[-1]
+
+
+def _columns(experiment: Experiment, attempts: Sequence[Attempt]) -> list[tuple[str, str]]:
+    ran = {(a.variant, a.run) for a in attempts}
+    return [
+        (v.name, r.name)
+        for v in experiment.variants
+        for r in experiment.runs
+        if (v.name, r.name) in ran
+    ]
+
+
+def _rows(experiment: Experiment, attempts: Sequence[Attempt]) -> list[tuple[str, str]]:
+    """(case, node) in config order, nodes in the order first seen."""
+    rows: dict[str, dict[str, None]] = {c.name: {} for c in experiment.cases}
+    for a in attempts:
+        for n in a.nodes:
+            rows.setdefault(a.case, {})[n.nodeid] = None
+        if any(not f.case for f in a.findings):
+            rows.setdefault(a.case, {})[OUTSIDE] = None
+    return [(case, node) for case, nodes in rows.items() for node in nodes]
+
+
+def _cell(attempts: list[Attempt], node: str, builds: dict[str, Build]) -> Text:
+    if not attempts:
+        return Text("-", style="dim")
+    variant = attempts[0].variant
+    if variant in builds and not builds[variant].ok:
+        return Text("not built", style="bold red")
+    outcomes = [n.outcome for a in attempts for n in a.nodes if n.nodeid == node]
+    counts = [sum(1 for f in a.findings if (f.case or OUTSIDE) == node) for a in attempts]
+    sanitized = attempts[0].checker is not Checker.NONE
+    if not outcomes and node != OUTSIDE:
+        bad = next((a for a in attempts if not a.conclusive), None)
+        return Text("inconclusive" if bad else "-", style="yellow" if bad else "dim")
+    outcome = aggregate(outcomes) if outcomes else None
+    text = Text(outcome.value if outcome else "", style=STYLES.get(outcome, "") if outcome else "")
+    if sanitized:
+        total, hits = sum(counts), sum(1 for c in counts if c)
+        findings = str(total) if len(counts) == 1 else f"{total} in {hits}/{len(counts)}"
+        text.append((" " if outcome else "") + findings, style="bold magenta" if total else "dim")
+    if any(not a.conclusive for a in attempts):
+        text.append(" ?", style="yellow")
+    return text
+
+
+def cases_table(
+    experiment: Experiment, builds: Iterable[Build], attempts: Sequence[Attempt], backend: str = ""
+) -> Table:
+    """Cases x (variant, run): outcome and findings per cell."""
+    by_variant = {b.variant: b for b in builds}
+    cells: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
+    for a in attempts:
+        cells[(a.case, a.variant, a.run)].append(a)
+    columns = _columns(experiment, attempts)
+    tools = {a.run: a.checker for a in attempts}
+    title = f"{experiment.name}" + (f" ({backend})" if backend else "")
+    table = Table(title=title, show_lines=False, header_style="bold")
+    table.add_column("case")
+    for variant, run in columns:
+        tool = tools.get(run, Checker.NONE)
+        label = run if tool is Checker.NONE or tool.value == run else f"{run} ({tool.value})"
+        table.add_column(f"{variant}\n{label}", justify="left", no_wrap=True)
+    last = None
+    for case, node in _rows(experiment, attempts):
+        row = [_cell(cells[(case, v, r)], node, by_variant) for v, r in columns]
+        if node == case:  # a command case is its own single node
+            table.add_row(Text(case, style="bold"), *row)
+            continue
+        if case != last:  # the case's name heads its nodes
+            table.add_row(Text(case, style="bold"), *([""] * len(columns)))
+        last = case
+        table.add_row(Text("  " + short(node)), *row)
+    return table
+
+
+def builds_table(builds: Iterable[Build]) -> Table:
+    table = Table(title="builds", header_style="bold", title_justify="left")
+    for column in ("variant", "kind", "build", "key", "binaries (sha256)"):
+        table.add_column(column)
+    for b in builds:
+        if not b.ok:
+            status = Text("failed: " + b.error.splitlines()[0][:80], style="bold red")
+        elif b.cached:
+            status = Text("cached", style="green")
+        else:
+            status = Text(f"built in {b.duration:.0f} s")
+        binaries = ", ".join(f"{a.path.rsplit('/', 1)[-1]} {a.sha256[:12]}" for a in b.artifacts)
+        table.add_row(b.variant, b.kind.value, status, b.cache_key[:12], binaries)
+    return table
+
+
+def signatures(experiment: Experiment, attempts: Sequence[Attempt]) -> RenderableType:
+    """Per variant x run: each signature with its count."""
+    lines = Text()
+    for variant in experiment.variants:
+        for run in experiment.runs:
+            found = [
+                f
+                for a in attempts
+                if a.variant == variant.name and a.run == run.name
+                for f in a.findings
+            ]
+            for sig in group(found):
+                lines.append(f"  {variant.name} / {run.name}: ", style="bold")
+                lines.append(f"{sig.count} x {sig.signature.label()[:120]}\n")
+    if not lines:
+        return Text("signatures: none found", style="dim")
+    return Group(Text("signatures:", style="bold"), lines)
+
+
+def verdict_line(judgement: Judgement) -> Text:
+    text = Text("verdict: ", style="bold")
+    text.append(judgement.verdict.value.upper(), style=VERDICT_STYLES[judgement.verdict])
+    if judgement.verdict is Verdict.PASS:
+        text.append(" (causal)", style=VERDICT_STYLES[judgement.verdict])
+    for reason in judgement.reasons:
+        text.append(f"\n  {reason}")
+    return text
+
+
+def hits(judgement: Judgement) -> RenderableType:
+    if not judgement.hits:
+        return Text("")
+    table = Table(title="targets", header_style="bold", title_justify="left")
+    for column in ("target", "variant", "run", "repeats with it"):
+        table.add_column(column)
+    for h in judgement.hits:
+        unknown = f" ({h.unknown} unknown)" if h.unknown else ""
+        table.add_row(h.target[:110], h.variant, h.run, f"{h.hits}/{h.repeats}{unknown}")
+    return table
+
+
+def render(
+    experiment: Experiment,
+    builds: Sequence[Build],
+    attempts: Sequence[Attempt],
+    judgement: Judgement,
+    *,
+    backend: str = "",
+    not_run: Sequence[str] = (),
+) -> Group:
+    """Everything the terminal shows after a run, in reading order."""
+    parts: list[RenderableType] = [
+        builds_table(builds),
+        cases_table(experiment, builds, attempts, backend),
+        signatures(experiment, attempts),
+        hits(judgement),
+    ]
+    if not_run:
+        parts.append(Text("not run:\n" + "\n".join(f"  {n}" for n in not_run), style="yellow"))
+    parts.append(verdict_line(judgement))
+    return Group(*parts)

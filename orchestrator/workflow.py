@@ -1,0 +1,275 @@
+"""The `csorch run` pipeline: variants -> sources -> builds -> attempts -> judge -> bundle.
+
+Each variant is materialized and built by a worker; as soon as its build is ready, its
+attempts are queued on the same pool, so running one variant overlaps building the next
+(data still moves forward only: an attempt never asks for a build). `jobs` bounds the
+child processes at any moment. A variant that fails to materialize or build is recorded
+with its error and its attempts as not run; the others carry on. The bundle is
+rewritten after every build and attempt; Ctrl-C stops the children, leaves the bundle
+marked incomplete, and re-raises. Nothing here prints: progress goes to `Events`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from orchestrator import build, cache, execute, judge
+from orchestrator.backends import Asan, ComputeSanitizer, serves
+from orchestrator.bundle import Bundle, Snapshot
+from orchestrator.errors import BuildError, CsorchError
+from orchestrator.host import Host
+from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
+from orchestrator.plan import Fanout, Job, plan
+from orchestrator.sources import Workspace
+
+DEFAULT_WORK = Path("build") / "csorch-work"
+
+
+@dataclass(frozen=True)
+class Options:
+    backend: str  # "asan" or "compute-sanitizer" (auto is resolved by the caller)
+    out: Path
+    reason: str = ""  # why this backend (for the record)
+    cache: Path = cache.DEFAULT_DIR
+    work: Path = DEFAULT_WORK
+    jobs: int = 1
+    devices: tuple[str, ...] = ()
+    fanout: Fanout = Fanout.SHARD
+    repeat: int | None = None  # overrides every run's repeats
+    python: str = sys.executable
+    keep_work: bool = False
+
+
+class Events:
+    """Progress callbacks (called from worker threads); the CLI draws them."""
+
+    def planned(self, variants: list[str], jobs: int) -> None: ...
+    def build_started(self, variant: str) -> None: ...
+    def build_finished(self, build: Build) -> None: ...
+    def attempt_started(self, job: Job) -> None: ...
+    def attempt_finished(self, attempt: Attempt) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunResult:
+    experiment: Experiment
+    bundle: Path
+    backend: str
+    sources: tuple[SourceTree, ...]
+    builds: tuple[Build, ...]
+    attempts: tuple[Attempt, ...]
+    cases: tuple[judge.CaseResult, ...]
+    judgement: judge.Judgement
+    not_run: tuple[str, ...]
+
+
+def with_repeats(experiment: Experiment, repeats: int | None) -> Experiment:
+    """The experiment with every run repeated `repeats` times (None: as configured)."""
+    if repeats is None:
+        return experiment
+    runs = tuple(dataclasses.replace(r, repeats=None) for r in experiment.runs)
+    return dataclasses.replace(experiment, repeats=repeats, runs=runs)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _Run:
+    """The state of one run, shared by the workers and the driving thread."""
+
+    def __init__(
+        self, experiment: Experiment, options: Options, host: Host, events: Events
+    ) -> None:
+        self.experiment, self.options, self.events = experiment, options, events
+        self.cancel = threading.Event()
+        self.lock = threading.Lock()
+        unserved = {r.name: serves(options.backend, r.checker) for r in experiment.runs}
+        self.jobs = plan(
+            experiment,
+            devices=options.devices,
+            fanout=options.fanout,
+            runs=[name for name, why in unserved.items() if not why],
+        )
+        self.order = {_key(j): i for i, j in enumerate(self.jobs)}
+        self.variants = [v.name for v in experiment.variants]
+        asan = options.backend == "asan"
+        checker = (
+            Asan(host.asan_runtime or None)
+            if asan
+            else ComputeSanitizer(host.compute_sanitizer_path or None)
+        )
+        self.bundle = Bundle(options.out)
+        self.snap = Snapshot(
+            experiment=experiment,
+            backend={
+                "name": options.backend,
+                "reason": options.reason,
+                "version": host.compute_sanitizer if not asan else host.cc,
+                "path": host.compute_sanitizer_path if not asan else host.asan_runtime,
+            },
+            host=host,
+            options={
+                "repeat": options.repeat,
+                "devices": list(options.devices),
+                "fanout": options.fanout.value,
+                "jobs": options.jobs,
+                "cache": str(Path(options.cache).resolve()),
+            },
+            started=_now(),
+            not_run=[f"run {name}: {why}" for name, why in unserved.items() if why],
+        )
+        options.work.mkdir(parents=True, exist_ok=True)
+        self.workspace = Workspace(Path(tempfile.mkdtemp(prefix="run-", dir=options.work)))
+        self.cache = cache.Cache(options.cache)
+        runtime = Path(host.asan_runtime) if host.asan_runtime else None
+        self.build_ctx = build.Context(
+            cache=self.cache,
+            logs=self.bundle.root / "logs" / "build",
+            python=options.python,
+            toolchain=host.toolchain(),
+            sanitizer="address" if asan else "",
+            flags=checker.build_flags(),
+            asan_runtime=runtime,
+            cancel=self.cancel,
+        )
+        self.exec_ctx = execute.Context(
+            experiment=experiment,
+            backend=options.backend,
+            checker=checker,
+            python=options.python,
+            root=self.bundle.root,
+            scratch=self.workspace.root / "cwd",
+            asan_runtime=runtime,
+            cancel=self.cancel,
+        )
+
+    def prepare(self, variant: Variant) -> tuple[SourceTree | None, Build]:
+        """Materialize and build one variant; its own failures become a record."""
+        self.events.build_started(variant.name)
+        log = Path("logs") / "build" / f"{variant.name}.log"
+        tree = None
+        try:
+            tree = self.workspace.materialize(variant, self.experiment.source_for(variant))
+            done = build.build(variant, tree, self.build_ctx)
+        except BuildError as exc:
+            detail = f"{exc.message}\n{exc.log_tail}" if exc.log_tail else exc.message
+            done = Build(
+                variant.name,
+                variant.build.kind,
+                ok=False,
+                error=detail,
+                source_digest=tree.digest if tree else "",
+            )
+        except CsorchError as exc:  # a patch that does not apply, a missing source
+            done = Build(variant.name, variant.build.kind, ok=False, error=str(exc))
+        has_log = (self.bundle.root / log).exists()
+        return tree, dataclasses.replace(done, log=log if has_log else None)
+
+    def attempt(self, job: Job, built: Build) -> Attempt:
+        self.events.attempt_started(job)
+        return execute.execute(job, built, self.exec_ctx)
+
+    def record(self, **items: object) -> None:
+        with self.lock:
+            for name, item in items.items():
+                getattr(self.snap, name).append(item)
+            self.snap.attempts.sort(key=lambda a: self.order.get(_key(a), -1))
+            # config order, not completion order: bundles of two runs compare line by line
+            self.snap.builds.sort(key=lambda b: self.variants.index(b.variant))
+            self.snap.sources.sort(key=lambda s: self.variants.index(s.variant))
+            self.bundle.write(self.snap)
+
+    def drive(self, pool: cf.ThreadPoolExecutor) -> None:
+        pending: dict[cf.Future, object] = {
+            pool.submit(self.prepare, v): v for v in self.experiment.variants
+        }
+        while pending:
+            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for future in finished:
+                what = pending.pop(future)
+                if isinstance(what, Variant):
+                    tree, built = future.result()
+                    self.events.build_finished(built)
+                    self.record(builds=built, **({"sources": tree} if tree else {}))
+                    for job in (j for j in self.jobs if j.variant == what.name):
+                        if built.ok:
+                            pending[pool.submit(self.attempt, job, built)] = job
+                        else:
+                            run = self.experiment.run(job.run)
+                            self.finish_attempt(
+                                execute.not_run(
+                                    job,
+                                    run,
+                                    self.options.backend,
+                                    f"variant {what.name} did not build",
+                                )
+                            )
+                else:
+                    self.finish_attempt(future.result())
+
+    def finish_attempt(self, attempt: Attempt) -> None:
+        self.events.attempt_finished(attempt)
+        self.record(attempts=attempt)
+
+    def conclude(self, *, complete: bool) -> judge.Judgement:
+        failed = {b.variant: b.error.splitlines()[0] for b in self.snap.builds if not b.ok}
+        judgement = judge.causality(self.experiment, self.snap.attempts, failed)
+        with self.lock:
+            self.snap.cases = list(judge.case_results(self.snap.attempts))
+            self.snap.judgement = judgement
+            self.snap.complete, self.snap.interrupted = complete, not complete
+            self.snap.finished = _now()
+            self.bundle.write(self.snap)
+        return judgement
+
+
+def _key(item: Job | Attempt) -> tuple[str, str, str, int, str]:
+    return (item.variant, item.run, item.case, item.repeat, item.device)
+
+
+def run_experiment(
+    experiment: Experiment, options: Options, host: Host, events: Events | None = None
+) -> RunResult:
+    """Run one experiment end to end; the bundle is in `options.out`."""
+    experiment = with_repeats(experiment, options.repeat)
+    state = _Run(experiment, options, host, events or Events())
+    state.events.planned([v.name for v in experiment.variants], len(state.jobs))
+    state.bundle.write(state.snap)
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, options.jobs))
+    try:
+        drove = False
+        try:
+            state.drive(pool)
+            drove = True
+        finally:
+            # Ctrl-C (or a bug) mid-run: the workers kill their children and stop, and
+            # the bundle says it is incomplete; after a normal end nothing is left to stop
+            state.cancel.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            if not drove:
+                state.conclude(complete=False)
+        state.cache.evict(keep=[b.cache_key for b in state.snap.builds if b.ok])
+        judgement = state.conclude(complete=True)
+    finally:
+        state.cache.release()
+        state.workspace.close(keep=options.keep_work)
+    snap = state.snap
+    return RunResult(
+        experiment,
+        state.bundle.root,
+        options.backend,
+        tuple(snap.sources),
+        tuple(snap.builds),
+        tuple(snap.attempts),
+        tuple(snap.cases),
+        judgement,
+        tuple(snap.not_run),
+    )

@@ -1,0 +1,242 @@
+"""execute: real child pytest processes on a tiny suite: outcomes from the markers, a
+crash and a lost CUDA context continued in a fresh process, a timeout, a build shadowed
+by another copy of its package, command cases, and an ASan-wrapped run."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator import execute
+from orchestrator.backends import Asan
+from orchestrator.errors import CheckerUnavailable
+from orchestrator.model import (
+    Build,
+    BuildKind,
+    BuildSpec,
+    Case,
+    CaseKind,
+    Checker,
+    Experiment,
+    Outcome,
+    ParseResult,
+    Run,
+    SourceKind,
+    SourceSpec,
+    Variant,
+)
+from orchestrator.plan import Job
+
+SUITE = """\
+import os, sys, time
+import subjmod
+
+def test_pass():
+    assert subjmod.WHERE == "build"
+
+def test_fail():
+    assert False, "planted"
+
+def test_skip():
+    import pytest
+    pytest.skip("not here")
+
+def test_crash():
+    if os.environ.get("CRASH"):
+        os._exit(7)
+
+def test_cuda():
+    if os.environ.get("LOSE_CONTEXT"):
+        print("RuntimeError: CUDA error: unspecified launch failure", file=sys.stderr)
+        raise RuntimeError("CUDA error: unspecified launch failure")
+
+def test_sleep():
+    if os.environ.get("SLEEP"):
+        time.sleep(60)
+
+def test_zlast():
+    pass
+"""
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    d = tmp_path / "suite"
+    d.mkdir()
+    (d / "test_suite.py").write_text(SUITE)
+    return d / "test_suite.py"
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Build:
+    pkg = tmp_path / "entry" / "pkg"
+    (pkg / "subjmod").mkdir(parents=True)
+    (pkg / "subjmod" / "__init__.py").write_text('WHERE = "build"\n')
+    (pkg / "subjmod-1.0.dist-info").mkdir()
+    tree = tmp_path / "entry" / "tree"
+    tree.mkdir()
+    (tree / "prog.py").write_text("import sys; print('ran'); sys.exit(int(sys.argv[1]))\n")
+    return Build(
+        "v", BuildKind.JIT, ok=True, directory=tmp_path / "entry", import_path=pkg, workdir=tree
+    )
+
+
+def context(
+    tmp_path: Path,
+    suite: Path,
+    *,
+    timeout: float = 120,
+    env=(),
+    args=(),
+    backend: str = "asan",
+    checker=None,
+) -> execute.Context:
+    experiment = Experiment(
+        name="e",
+        source=SourceSpec(SourceKind.PATH, str(tmp_path)),
+        variants=(Variant("v", BuildSpec(BuildKind.JIT)),),
+        runs=(
+            Run("plain", Checker.NONE, env=tuple(env), timeout=timeout),
+            Run("memcheck", Checker.MEMCHECK),
+        ),
+        cases=(
+            Case("suite", CaseKind.PYTEST, (str(suite),), args=tuple(args)),
+            Case("ok", CaseKind.COMMAND, command=(sys.executable, "prog.py", "0")),
+            Case("bad", CaseKind.COMMAND, command=(sys.executable, "prog.py", "3")),
+        ),
+    )
+    (tmp_path / "bundle" / "logs").mkdir(parents=True, exist_ok=True)
+    return execute.Context(
+        experiment,
+        backend,
+        checker or Asan("/nonexistent/libasan.so"),
+        sys.executable,
+        tmp_path / "bundle",
+        tmp_path / "cwd",
+    )
+
+
+def outcomes(attempt) -> dict[str, Outcome]:
+    return {n.nodeid.rsplit("::", 1)[-1]: n.outcome for n in attempt.nodes}
+
+
+def test_outcomes_come_from_the_markers(tmp_path: Path, suite: Path, built: Build) -> None:
+    a = execute.execute(Job("v", "plain", "suite", 0), built, context(tmp_path, suite))
+    assert a.conclusive and len(a.launches) == 1 and a.launches[0].ended == ""
+    assert outcomes(a) == {
+        "test_pass": Outcome.PASSED,
+        "test_fail": Outcome.FAILED,
+        "test_skip": Outcome.SKIPPED,
+        "test_crash": Outcome.PASSED,
+        "test_cuda": Outcome.PASSED,
+        "test_sleep": Outcome.PASSED,
+        "test_zlast": Outcome.PASSED,
+    }
+    assert a.outcome is Outcome.FAILED and a.checker is Checker.NONE
+    env = dict(a.env)
+    assert env["PYTHONPATH"].startswith(str(built.import_path))
+    assert env["CSORCH_PACKAGES"] == "subjmod"
+    assert a.log == Path("logs/v/plain/suite/r0.log")
+    assert (tmp_path / "bundle" / a.log).exists()
+
+
+def test_a_crash_continues_in_a_fresh_process(tmp_path: Path, suite: Path, built: Build):
+    a = execute.execute(
+        Job("v", "plain", "suite", 0), built, context(tmp_path, suite, env=[("CRASH", "1")])
+    )
+    assert [launch.ended for launch in a.launches] == ["died", ""]
+    assert a.launches[1].skipped == 4  # pass, fail, skip and the crashed case
+    got = outcomes(a)
+    assert got["test_crash"] is Outcome.ERROR and got["test_zlast"] is Outcome.PASSED
+    assert len(got) == 7 and a.outcome is Outcome.ERROR
+    crashed = next(n for n in a.nodes if n.nodeid.endswith("test_crash"))
+    assert "died" in crashed.detail
+
+
+def test_cases_after_a_lost_context_run_again(tmp_path: Path, suite: Path, built: Build):
+    a = execute.execute(
+        Job("v", "plain", "suite", 0), built, context(tmp_path, suite, env=[("LOSE_CONTEXT", "1")])
+    )
+    assert [launch.ended for launch in a.launches] == ["context lost", ""]
+    got = outcomes(a)
+    assert got["test_cuda"] is Outcome.FAILED and got["test_zlast"] is Outcome.PASSED
+    assert [n.nodeid.rsplit("::")[-1] for n in a.nodes].count("test_sleep") == 1
+
+
+def test_a_timeout_kills_the_attempt(tmp_path: Path, suite: Path, built: Build) -> None:
+    a = execute.execute(
+        Job("v", "plain", "suite", 0),
+        built,
+        context(tmp_path, suite, env=[("SLEEP", "1")], timeout=3),
+    )
+    assert a.timed_out and not a.conclusive and a.inconclusive_reason == "timed out"
+    assert a.duration < 30
+
+
+def test_a_shadowed_build_is_an_error(tmp_path: Path, suite: Path, built: Build) -> None:
+    (suite.parent / "subjmod").mkdir()
+    (suite.parent / "subjmod" / "__init__.py").write_text('WHERE = "dev tree"\n')
+    a = execute.execute(Job("v", "plain", "suite", 0), built, context(tmp_path, suite))
+    assert not a.conclusive and "subjmod comes from" in a.error
+    assert str(suite.parent / "subjmod") in a.error and a.nodes == ()
+
+
+def test_no_tests_is_an_error(tmp_path: Path, suite: Path, built: Build) -> None:
+    a = execute.execute(
+        Job("v", "plain", "suite", 0),
+        built,
+        context(tmp_path, suite, args=["-k", "nothing_matches"]),
+    )
+    assert "pytest ran no case (no tests were collected)" in a.error and not a.conclusive
+
+
+def test_command_cases_run_in_the_built_tree(tmp_path: Path, suite: Path, built: Build) -> None:
+    ctx = context(tmp_path, suite)
+    ok = execute.execute(Job("v", "plain", "ok", 0), built, ctx)
+    bad = execute.execute(Job("v", "plain", "bad", 0), built, ctx)
+    assert (ok.outcome, bad.outcome) == (Outcome.PASSED, Outcome.FAILED)
+    assert ok.launches[0].cwd == str(built.workdir) and ok.nodes[0].nodeid == "ok"
+    assert "ran" in (tmp_path / "bundle" / ok.log).read_text()
+
+
+def test_an_asan_run_is_wrapped_and_parsed(tmp_path: Path, suite: Path, built: Build) -> None:
+    try:
+        asan = Asan()
+        asan.probe()
+    except CheckerUnavailable as exc:
+        pytest.skip(str(exc))
+    ctx = context(tmp_path, suite, checker=asan)
+    a = execute.execute(Job("v", "memcheck", "ok", 0), built, ctx)
+    assert a.checker is Checker.ASAN and a.conclusive and a.findings == ()
+    assert "LD_PRELOAD" in dict(a.env) and a.parse.complete
+    # an instrumented build also needs the runtime in a plain run; nothing is parsed there
+    plain = execute.execute(
+        Job("v", "plain", "ok", 0), dataclasses.replace(built, sanitizer="address"), ctx
+    )
+    assert "LD_PRELOAD" in dict(plain.env) and plain.checker is Checker.NONE and plain.conclusive
+
+
+def test_merge_is_complete_only_when_every_launch_is() -> None:
+    done = ParseResult(summary_count=2, complete=True)
+    cut = ParseResult(summary_count=None, complete=False)
+    assert execute.merge([done, done]).summary_count == 4
+    merged = execute.merge([done, cut])
+    assert not merged.complete and merged.summary_count is None
+    assert not execute.merge([]).complete
+
+
+def test_packages_lists_what_must_come_from_the_build(tmp_path: Path) -> None:
+    for name in (
+        "pkg/__init__.py",
+        "mod.py",
+        "_ext.cpython-311-x86_64-linux-gnu.so",
+        "x-1.0.dist-info/RECORD",
+        "bin/tool",
+        "data/readme",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert execute.packages(tmp_path) == ("_ext", "mod", "pkg")

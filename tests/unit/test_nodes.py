@@ -1,0 +1,105 @@
+"""nodes: the case markers read back, for a clean session, a crash, a lost CUDA context,
+an import shadowing error, and a fixture error."""
+
+from __future__ import annotations
+
+from orchestrator import case_markers, nodes
+from orchestrator.model import Outcome
+
+A, B, C = "t.py::test_a", "t.py::test_b[x-1]", "t.py::test_c"
+
+
+def log(*lines: str) -> list[str]:
+    return [*lines]
+
+
+def begin(n: str) -> str:
+    return f"{case_markers.BEGIN} {n}"
+
+
+def end(n: str) -> str:
+    return f"{case_markers.END} {n}"
+
+
+def outcome(n: str, o: str) -> str:
+    return f"{case_markers.OUTCOME} {n} {o}"
+
+
+def test_a_finished_session() -> None:
+    r = nodes.read(
+        log(
+            begin(A),
+            outcome(A, "passed"),
+            end(A),
+            begin(B),
+            "noise",
+            outcome(B, "failed"),
+            end(B),
+            f"{case_markers.SESSION_END} 1",
+        )
+    )
+    assert r.finished and r.session_status == 1 and r.began == (A, B)
+    assert [(n.nodeid, n.outcome) for n in r.nodes] == [(A, Outcome.PASSED), (B, Outcome.FAILED)]
+
+
+def test_a_process_that_died_mid_case() -> None:
+    r = nodes.read(log(begin(A), outcome(A, "passed"), end(A), begin(B), "Segmentation fault"))
+    assert not r.finished and r.session_status is None
+    assert r.nodes[1].outcome is Outcome.ERROR
+    assert "died" in r.nodes[1].detail
+
+
+def test_a_cuda_error_at_teardown_loses_the_context() -> None:
+    r = nodes.read(
+        log(
+            begin(A),
+            outcome(A, "passed"),
+            f"{case_markers.CUDA_ERROR} {A} CUDA error: unspecified launch failure",
+            end(A),
+            f"{case_markers.SESSION_END} 2",
+        )
+    )
+    assert r.context_lost == A and not r.finished
+    assert r.nodes[0].outcome is Outcome.ERROR and "unspecified" in r.nodes[0].detail
+
+
+def test_a_launch_failure_message_inside_a_case_loses_the_context() -> None:
+    r = nodes.read(
+        log(
+            begin(A),
+            "RuntimeError: CUDA error: unspecified launch failure",
+            outcome(A, "failed"),
+            end(A),
+            begin(C),
+            outcome(C, "failed"),
+            end(C),
+            f"{case_markers.SESSION_END} 1",
+        )
+    )
+    assert r.context_lost == A and r.began == (A, C)
+
+
+def test_a_fixture_error_outranks_the_call_outcome() -> None:
+    r = nodes.read(
+        log(
+            begin(A),
+            outcome(A, "passed"),
+            outcome(A, "error"),
+            end(A),
+            begin(C),
+            outcome(C, "skipped"),
+            end(C),
+            f"{case_markers.SESSION_END} 1",
+        )
+    )
+    assert [n.outcome for n in r.nodes] == [Outcome.ERROR, Outcome.SKIPPED]
+
+
+def test_an_import_error() -> None:
+    r = nodes.read(
+        log(
+            f"{case_markers.IMPORT_ERROR} qext qext comes from /x, not from /y",
+            f"{case_markers.SESSION_END} 4",
+        )
+    )
+    assert r.import_error.startswith("qext comes from /x") and r.nodes == ()

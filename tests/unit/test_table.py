@@ -1,0 +1,128 @@
+"""report.table: cells of the cases table, the builds table and the verdict line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from orchestrator.judge import Judgement
+from orchestrator.model import (
+    Artifact,
+    Attempt,
+    Build,
+    BuildKind,
+    BuildSpec,
+    Case,
+    CaseKind,
+    Checker,
+    Experiment,
+    Finding,
+    NodeResult,
+    Outcome,
+    ParseResult,
+    Run,
+    SourceKind,
+    SourceSpec,
+    Variant,
+    Verdict,
+)
+from orchestrator.report import table
+
+NODE = "tests/t.py::test_x[cpu]"
+UAF = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, case=NODE)
+EXPERIMENT = Experiment(
+    name="exp",
+    source=SourceSpec(SourceKind.PATH, "/s"),
+    variants=(
+        Variant("fix", BuildSpec(BuildKind.JIT)),
+        Variant("ctl", BuildSpec(BuildKind.JIT)),
+        Variant("gone", BuildSpec(BuildKind.WHEEL)),
+    ),
+    runs=(Run("plain", Checker.NONE), Run("memcheck", Checker.MEMCHECK)),
+    cases=(Case("rng", CaseKind.PYTEST, ("/t.py",)),),
+)
+
+
+def attempt(variant: str, run: str, outcome: Outcome, findings=(), error="") -> Attempt:
+    checker = Checker.NONE if run == "plain" else Checker.ASAN
+    return Attempt(
+        variant,
+        run,
+        "rng",
+        0,
+        checker,
+        outcome=outcome,
+        error=error,
+        parse=ParseResult(findings=tuple(findings), summary_count=len(findings), complete=True),
+        nodes=(NodeResult(NODE, outcome),) if not error else (),
+    )
+
+
+def text(renderable) -> str:
+    console = Console(record=True, width=220)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_cells_show_outcomes_and_finding_counts() -> None:
+    attempts = [
+        attempt("fix", "plain", Outcome.PASSED),
+        attempt("fix", "memcheck", Outcome.PASSED),
+        attempt("ctl", "plain", Outcome.FAILED),
+        attempt("ctl", "memcheck", Outcome.PASSED, [UAF] * 8),
+        attempt("gone", "plain", Outcome.ERROR, error="variant gone did not build"),
+    ]
+    builds = [
+        Build(
+            "fix",
+            BuildKind.JIT,
+            True,
+            cache_key="a" * 64,
+            cached=True,
+            artifacts=(Artifact("pkg/q/_C.so", "b" * 64, 1),),
+        ),
+        Build("ctl", BuildKind.JIT, True, cache_key="c" * 64, duration=61.0),
+        Build("gone", BuildKind.WHEEL, False, error="build of variant 'gone' failed: x"),
+    ]
+    out = text(table.cases_table(EXPERIMENT, builds, attempts, "asan"))
+    assert "exp (asan)" in out and "memcheck (asan)" in out
+    row = next(line for line in out.splitlines() if "test_x[cpu]" in line)
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells == ["test_x[cpu]", "passed", "passed 0", "failed", "passed 8", "not built"]
+    heading = out.splitlines()[out.splitlines().index(row) - 1]
+    assert heading.split("│")[1].strip() == "rng"  # the case heads its nodes
+    built = text(table.builds_table(builds))
+    assert "cached" in built and "built in 61 s" in built and "_C.so bbbbbbbbbbbb" in built
+    assert "failed: build of variant 'gone' failed: x" in built
+    sigs = text(table.signatures(EXPERIMENT, attempts))
+    assert "ctl / memcheck: 8 x asan heap-use-after-free read size 8" in sigs
+
+
+def test_repeats_and_the_verdict_line() -> None:
+    attempts = [
+        attempt("ctl", "memcheck", Outcome.PASSED, [UAF] * 8),
+        Attempt(
+            "ctl",
+            "memcheck",
+            "rng",
+            1,
+            Checker.ASAN,
+            outcome=Outcome.PASSED,
+            parse=ParseResult(complete=True),
+            nodes=(NodeResult(NODE, Outcome.PASSED),),
+        ),
+    ]
+    out = text(table.cases_table(EXPERIMENT, [], attempts))
+    assert "passed 8 in 1/2" in out
+    line = text(table.verdict_line(Judgement(Verdict.PASS, ("fix removes every target",))))
+    assert line.startswith("verdict: PASS (causal)") and "fix removes every target" in line
+    assert "INCONCLUSIVE" in text(table.verdict_line(Judgement(Verdict.INCONCLUSIVE, ("why",))))
+
+
+def test_findings_outside_any_test_get_their_own_row(tmp_path: Path) -> None:
+    stray = Finding(Checker.ASAN, "heap-use-after-free", "read", 8)
+    out = text(
+        table.cases_table(EXPERIMENT, [], [attempt("ctl", "memcheck", Outcome.PASSED, [stray])])
+    )
+    assert "(outside a test)" in out

@@ -1,0 +1,90 @@
+"""workflow: the run pipeline on the tiny C subject (real builds, real ASan): a variant
+whose patch does not apply is recorded and the others still run; events and bundle."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from orchestrator import bundle, host, workflow
+from orchestrator.config import load_experiment
+from orchestrator.model import Checker, Outcome, Verdict
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e"
+STALE = """\
+--- a/pick.c
++++ b/pick.c
+@@ -8,1 +8,1 @@
+-    for (int i = 0; i < n - 1; ++i)
++    for (int i = 0; i < n; ++i)
+"""
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with ASan")
+
+
+class Recorder(workflow.Events):
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def planned(self, variants, jobs):
+        self.calls.append(f"planned {len(variants)} {jobs}")
+
+    def build_finished(self, build):
+        self.calls.append(f"built {build.variant} {build.ok}")
+
+    def attempt_finished(self, attempt):
+        self.calls.append(f"ran {attempt.variant}")
+
+
+@pytest.fixture(scope="module")
+def facts() -> host.Host:
+    return host.probe()
+
+
+def test_with_repeats_overrides_every_run() -> None:
+    e = load_experiment(FIXTURES / "c-oob.yaml")
+    e3 = workflow.with_repeats(e, 3)
+    assert e3.repeats == 3 and all(e3.repeats_for(r) == 3 for r in e3.runs)
+    assert workflow.with_repeats(e, None) is e
+
+
+def test_a_patch_that_does_not_apply_spoils_only_its_variant(tmp_path: Path, facts) -> None:
+    shutil.copytree(FIXTURES, tmp_path / "fx")
+    (tmp_path / "fx" / "stale.patch").write_text(STALE)
+    config = tmp_path / "fx" / "c-oob.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "  - name: control\n",
+            "  - name: stale\n    patches: [stale.patch]\n"
+            "    build: {kind: command, command: [make], outputs: [pick]}\n"
+            "  - name: control\n",
+        )
+    )
+    events = Recorder()
+    options = workflow.Options(
+        backend="asan",
+        out=tmp_path / "out",
+        cache=tmp_path / "cache",
+        work=tmp_path / "work",
+        jobs=2,
+    )
+    result = workflow.run_experiment(load_experiment(config), options, facts, events)
+    builds = {b.variant: b for b in result.builds}
+    assert builds["stale"].ok is False and "stale.patch" in builds["stale"].error
+    assert "pick.c" in builds["stale"].error
+    assert builds["fixed"].ok and builds["control"].ok
+    stale = [a for a in result.attempts if a.variant == "stale"]
+    assert len(stale) == 2 and all(a.error == "variant stale did not build" for a in stale)
+    control = next(a for a in result.attempts if (a.variant, a.run) == ("control", "memcheck"))
+    assert control.checker is Checker.ASAN and control.outcome is Outcome.PASSED
+    assert [f.kind for f in control.findings] == ["heap-buffer-overflow"]
+    # the fix is still causal against its control; the broken variant is not a control
+    assert result.judgement.verdict is Verdict.PASS
+    assert events.calls[0] == "planned 3 6" and "built stale False" in events.calls
+    assert sum(c.startswith("ran") for c in events.calls) == 6
+    results, manifest = bundle.read(result.bundle)
+    assert results["complete"] and results["verdict"] == "pass"
+    assert {b["variant"] for b in manifest["builds"] if b["binaries"]} == {"fixed", "control"}
+    assert not list((tmp_path / "work").iterdir())  # scratch trees removed
