@@ -11,7 +11,7 @@ EXT_LIB := ext/qext/_C.so
 EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup validate test bench lint clean
+.PHONY: help setup validate test bench bench-orchestrator lint clean
 
 help:
 	@echo "make validate   the main job (builds everything it needs)"
@@ -38,6 +38,9 @@ test: setup
 
 bench: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
+
+bench-orchestrator: setup
+	$(PY) bench/bench_orchestrator.py --json results/bench-orchestrator.json
 
 lint: setup
 	$(PY) -m ruff check orchestrator ext/qext tests bench
