@@ -16,7 +16,8 @@ PYTEST_ARGS ?=
 help:
 	@echo "make validate   the main job (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
-	@echo "make bench      benchmarks (GPU figures need the GPU machine)"
+	@echo "make bench      the qext kernel benchmark (GPU figures need the GPU machine)"
+	@echo "make bench-orchestrator   csorch overhead and warm-rerun ratios (minutes)"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
 	@echo "make lint       ruff, if installed"
 
