@@ -9,6 +9,7 @@ input and, with stochastic rounding, the same explicit [seed, offset] states
 import pytest
 import qext
 import torch
+from ext_util import assert_same_bytes
 from qext import reference as ref
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -30,22 +31,6 @@ CUDA = torch.device("cuda")
 
 
 # ---- helpers ----------------------------------------------------------------------
-
-
-def assert_same_bytes(actual, expected, what: str) -> None:
-    """Exact equality (bitwise for floats); on failure names the first mismatching index."""
-    assert actual is not None, f"{what}: missing (None)"
-    a = actual.detach().cpu()
-    e = expected.detach().cpu()
-    assert tuple(a.shape) == tuple(e.shape), f"{what}: shape {tuple(a.shape)} != {tuple(e.shape)}"
-    assert a.dtype == e.dtype, f"{what}: dtype {a.dtype} != {e.dtype}"
-    if a.dtype == torch.float32:
-        a, e = a.contiguous().view(torch.int32), e.contiguous().view(torch.int32)
-    bad = (a != e).nonzero()
-    if bad.numel():
-        idx = tuple(bad[0].tolist())
-        raise AssertionError(f"{what}: {bad.shape[0]} of {a.numel()} elements differ; first at "
-                             f"{idx}: got {a[idx].item():#x}, expected {e[idx].item():#x}")
 
 
 def buffers(t, names) -> dict:

@@ -8,6 +8,7 @@ tests rely on (regexes): "dtype", "multiples? of 16", "multiples? of 32", "RHT",
 import pytest
 import qext
 import torch
+from ext_util import assert_same_bytes
 from qext import reference as ref
 
 NVFP4_BUFFERS = ("rowwise_data", "rowwise_scale_inv", "rowwise_amax",
@@ -22,22 +23,6 @@ USAGES = {"both": (True, True), "rowwise": (True, False), "columnwise": (False, 
 
 
 # ---- helpers ----------------------------------------------------------------------
-
-
-def assert_same_bytes(actual, expected, what: str) -> None:
-    """Exact equality (bitwise for floats); on failure names the first mismatching index."""
-    assert actual is not None, f"{what}: missing (None)"
-    a = actual.detach().cpu()
-    e = expected.detach().cpu()
-    assert tuple(a.shape) == tuple(e.shape), f"{what}: shape {tuple(a.shape)} != {tuple(e.shape)}"
-    assert a.dtype == e.dtype, f"{what}: dtype {a.dtype} != {e.dtype}"
-    if a.dtype == torch.float32:
-        a, e = a.contiguous().view(torch.int32), e.contiguous().view(torch.int32)
-    bad = (a != e).nonzero()
-    if bad.numel():
-        idx = tuple(bad[0].tolist())
-        raise AssertionError(f"{what}: {bad.shape[0]} of {a.numel()} elements differ; first at "
-                             f"{idx}: got {a[idx].item():#x}, expected {e[idx].item():#x}")
 
 
 def assert_matches(t, expected: dict, names) -> None:
