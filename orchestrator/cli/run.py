@@ -1,17 +1,8 @@
-"""The csorch command line: the only module that prints (with Rich) and exits.
-
-Verbs map to pipelines of the stage modules; each verb returns one of `ExitCode`:
-0 pass, 1 fail, 2 usage error (bad arguments or config, a checker asked for but
-missing; also Click's own code), 3 inconclusive (also an interrupted run, whose bundle
-is left marked incomplete). `csorch bisect`/`probe` will speak git's 0/1/125 instead.
-Verbs still to come (issue #6): gate, compare, bisect, probe, report, verify, doctor.
-"""
+"""`csorch run`: one experiment end to end, with progress bars, then its table."""
 
 from __future__ import annotations
 
-import enum
 import os
-import platform
 import signal
 import sys
 import time
@@ -20,72 +11,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import __version__, backends, cache, host, workflow
+from orchestrator import backends, cache, host, workflow
+from orchestrator.cli import VERDICT_EXIT, ExitCode, app, err, fail, out
 from orchestrator.config import load_experiment
 from orchestrator.errors import CsorchError
-from orchestrator.model import Attempt, Build, Verdict
+from orchestrator.model import Attempt, Build
 from orchestrator.plan import Fanout, Job, parse_devices
 from orchestrator.report import table
-
-app = typer.Typer(
-    name="csorch",
-    help="Compute Sanitizer validation orchestrator: builds patched and unpatched variants "
-    "of a CUDA/C++ extension, runs their cases under a checker, and judges whether the "
-    "fix causally removes the defect.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-# a table of variants x runs is wide: do not squeeze it into 80 columns when piped
-out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
-
-
-class ExitCode(enum.IntEnum):
-    PASS = 0
-    FAIL = 1
-    USAGE = 2
-    INCONCLUSIVE = 3
-
-
-def fail(error: CsorchError) -> typer.Exit:
-    """Print a csorch error for the user; the caller raises the returned Exit."""
-    err.print(f"[bold red]error:[/] {error.message}", highlight=False, soft_wrap=True)
-    if error.hint:
-        err.print(f"[dim]hint:[/] {error.hint}", highlight=False, soft_wrap=True)
-    return typer.Exit(ExitCode.USAGE)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        out.print(f"csorch {__version__}", highlight=False)
-        raise typer.Exit(ExitCode.PASS)
-
-
-@app.callback()
-def main(
-    version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
-    """csorch: causal validation of fixes under compute-sanitizer (or ASan on a CPU)."""
-
-
-@app.command("version")
-def version_command() -> None:
-    """Print csorch's version and the Python running it."""
-    out.print(f"csorch {__version__}", highlight=False)
-    out.print(f"python {platform.python_version()} ({sys.executable})", highlight=False)
-
-
-VERDICT_EXIT = {
-    Verdict.PASS: ExitCode.PASS,
-    Verdict.FAIL: ExitCode.FAIL,
-    Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
-}
 
 
 class _Progress(workflow.Events):
