@@ -31,6 +31,7 @@ OUTCOME = "[csorch-case-outcome]"
 CUDA_ERROR = "[csorch-cuda-error]"
 SESSION_END = "[csorch-session-end]"
 IMPORT_ERROR = "[csorch-import-error]"
+COLLECTED = "[csorch-collected]"
 
 
 def _mark(kind: str, nodeid: str, extra: str = "") -> None:
@@ -50,6 +51,9 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_collection_finish(session):
+    # how many cases this process will run (after -k and the done file): when a crash
+    # ends it at its last one, the executor knows no fresh process is needed
+    _mark(COLLECTED, str(len(session.items)))
     root = os.environ.get("CSORCH_PACKAGE_DIR")
     if not root:
         return

@@ -248,6 +248,10 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         if report.import_error:
             error = report.import_error
             break
+        if report.unrun == 0 and not report.finished:
+            # the crash came at the last case: a fresh process would run nothing (and
+            # compute-sanitizer would fail it for never reaching CUDA)
+            break
         if report.finished or not kept:
             if not results and not error:
                 why = PYTEST_BROKEN.get(status, f"exit status {result.returncode}")  # type: ignore[arg-type]

@@ -30,6 +30,8 @@ CUDA_ERROR_RE = re.compile(
 SESSION_END_RE = re.compile(r"^\[csorch-session-end\] (?P<status>-?\d+)\s*$")
 # [csorch-import-error] qext qext comes from /src/qext/__init__.py, not from ...
 IMPORT_ERROR_RE = re.compile(r"^\[csorch-import-error\] (?P<package>\S+) (?P<message>.*)$")
+# [csorch-collected] 9
+COLLECTED_RE = re.compile(r"^\[csorch-collected\] (?P<count>\d+)\s*$")
 # RuntimeError: CUDA error: unspecified launch failure   (anywhere in a line)
 LAUNCH_FAILURE_RE = re.compile(
     r"unspecified launch failure|an illegal memory access was encountered"
@@ -46,6 +48,18 @@ class LaunchReport:
     session_status: int | None  # pytest's exit status; None: the session never finished
     context_lost: str = ""  # node id after which the CUDA context was gone
     import_error: str = ""
+    collected: int | None = None  # the cases this process set out to run
+
+    @property
+    def unrun(self) -> int | None:
+        """Cases this process collected but did not run to a trusted end (None: unknown,
+        the session never reported its collection)."""
+        if self.collected is None:
+            return None
+        kept = len(self.began)
+        if self.context_lost:
+            kept = self.began.index(self.context_lost) + 1
+        return max(self.collected - kept, 0)
 
     @property
     def finished(self) -> bool:
@@ -67,6 +81,7 @@ def read(lines: Iterable[str]) -> LaunchReport:
     status: int | None = None
     lost = ""
     import_error = ""
+    collected: int | None = None
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line.startswith("[csorch-"):
@@ -96,6 +111,8 @@ def read(lines: Iterable[str]) -> LaunchReport:
             status = int(m["status"])
         elif m := IMPORT_ERROR_RE.match(line):
             import_error = m["message"]
+        elif m := COLLECTED_RE.match(line):
+            collected = int(m["count"])
     nodes = []
     for node in order:
         if node in outcomes and node in ended:
@@ -104,4 +121,4 @@ def read(lines: Iterable[str]) -> LaunchReport:
             outcome = Outcome.ERROR
             detail = details.get(node, "the process died during this case")
         nodes.append(NodeResult(node, outcome, detail))
-    return LaunchReport(tuple(nodes), status, lost, import_error)
+    return LaunchReport(tuple(nodes), status, lost, import_error, collected)

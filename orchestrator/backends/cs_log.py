@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
 from orchestrator.model import Checker, Finding, Frame, ParseResult
@@ -148,6 +149,31 @@ def host_frame(text: str) -> Frame:
     return Frame(function=text)
 
 
+#: a host backtrace keeps at most this many native frames, and this many Python frames
+MAX_NATIVE_FRAMES = 12
+MAX_PYTHON_FRAMES = 8
+# python3.12 | libpython3.12.so.1.0   (the interpreter: every native frame past it is CPython)
+INTERPRETER_RE = re.compile(r"^(?:lib)?python[\d.]*(?:\.so[\d.]*)?$")
+
+
+def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
+    """The informative part of a host backtrace: native frames down to the interpreter,
+    then Python frames out to the test function. A memcheck run of a pytest case prints
+    ~100 frames per error, thousands of errors a case: kept whole, a bundle grew to 10 MB
+    of CPython and pytest internals that no signature or reader uses."""
+    native = []
+    for f in frames:
+        if f.is_python or INTERPRETER_RE.match(Path(f.module).name):
+            break
+        native.append(f)
+    python = []
+    for f in (f for f in frames if f.is_python):
+        python.append(f)
+        if f.function.startswith("test"):  # the pytest case; what follows is pytest
+            break
+    return tuple(native[:MAX_NATIVE_FRAMES] + python[:MAX_PYTHON_FRAMES])
+
+
 @dataclass
 class _Draft:
     finding: Finding
@@ -161,7 +187,7 @@ class _Draft:
         return replace(
             self.finding,
             frames=tuple(self.frames),
-            host_frames=tuple(self.host_frames),
+            host_frames=trim_host(self.host_frames),
             detail=detail,
         )
 

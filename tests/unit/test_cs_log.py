@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from orchestrator.backends import cs_log
 from orchestrator.backends.cs_log import device_frame, host_frame, parse
 from orchestrator.model import Checker, Frame
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compute-sanitizer"
 
 P = "========="
 
@@ -186,3 +190,21 @@ def test_case_markers_attribute_and_do_not_split_records() -> None:
 def test_unknown_checker_lines_are_kept_but_bounded() -> None:
     result = parse(lines(*[f"Something new {i}" for i in range(50)], "ERROR SUMMARY: 0 errors"))
     assert len(result.unparsed) == cs_log.MAX_UNPARSED and result.complete
+
+
+def test_host_backtraces_keep_the_extension_and_the_test_not_cpython_or_pytest() -> None:
+    log = FIXTURES / "h200" / "rng-owner-scope-memcheck-rng-64x96.log"
+    result = parse(log.read_text().splitlines(), checker=Checker.MEMCHECK)
+    assert result.findings
+    for finding in result.findings:
+        host = finding.host_frames
+        native = [f for f in host if not f.is_python]
+        assert [f.module for f in native[:2]] == ["libcudart.so.13", "libcudart.so.13"]
+        assert any(f.function.startswith("qext::quantize_nvfp4_impl") for f in native)
+        assert all(f.module not in ("python", "libc.so.6") for f in native)
+        assert len(native) <= cs_log.MAX_NATIVE_FRAMES
+        assert [(f.function, f.file) for f in host if f.is_python] == [
+            ("quantize", "quantizers.py"),
+            ("_quantize", "test_rng_ownership.py"),
+            ("test_deterministic_replay", "test_rng_ownership.py"),
+        ]

@@ -156,6 +156,19 @@ def test_a_crash_continues_in_a_fresh_process(tmp_path: Path, suite: Path, built
     assert "died" in crashed.detail
 
 
+def test_a_crash_in_the_last_case_starts_no_empty_process(
+    tmp_path: Path, suite: Path, built: Build
+):
+    # as memcheck on the H200 does to every RNG control case: each one kills its process;
+    # after the last, a fresh process would run nothing (compute-sanitizer then fails it
+    # for never reaching CUDA, and the attempt became inconclusive)
+    ctx = context(tmp_path, suite, env=[("CRASH", "1")], args=["-k", "crash"])
+    a = execute.execute(Job("v", "plain", "suite", 0), built, ctx)
+    assert [launch.ended for launch in a.launches] == ["died"]
+    assert outcomes(a) == {"test_crash": Outcome.ERROR}
+    assert a.error == "" and a.outcome is Outcome.ERROR
+
+
 def test_cases_after_a_lost_context_run_again(tmp_path: Path, suite: Path, built: Build):
     a = execute.execute(
         Job("v", "plain", "suite", 0), built, context(tmp_path, suite, env=[("LOSE_CONTEXT", "1")])

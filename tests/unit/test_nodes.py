@@ -103,3 +103,15 @@ def test_an_import_error() -> None:
         )
     )
     assert r.import_error.startswith("qext comes from /x") and r.nodes == ()
+
+
+def test_unrun_counts_what_a_fresh_process_would_still_have_to_run() -> None:
+    collected = f"{case_markers.COLLECTED} 3"
+    died_at_last = nodes.read(log(collected, begin(A), end(A), begin(B), end(B), begin(C)))
+    assert died_at_last.unrun == 0 and died_at_last.began == (A, B, C)
+    # the context died in A: B and C prove nothing and must run again
+    lost = nodes.read(
+        log(collected, begin(A), "CUDA error: unspecified launch failure", end(A), begin(B))
+    )
+    assert lost.context_lost == A and lost.unrun == 2
+    assert nodes.read(log(begin(A))).unrun is None  # no collection marker: unknown
