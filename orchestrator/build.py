@@ -255,10 +255,12 @@ def _binaries(entry: Path) -> list[str]:
     return sorted(p.relative_to(entry).as_posix() for p in found)
 
 
-def _from_meta(meta: dict, entry: Path, k: str, cached: bool) -> Build:
+def _from_meta(meta: dict, entry: Path, k: str, cached: bool, variant: str) -> Build:
     build = Build.from_dict(meta["build"])
     return Build(
-        variant=build.variant,
+        # an entry is shared by every variant (of any experiment) with the same inputs:
+        # the record is this variant's, whoever built it first
+        variant=variant,
         kind=build.kind,
         ok=True,
         cache_key=k,
@@ -310,7 +312,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
         if meta is not None:
             ctx.cache.hold(k)
             shutil.copyfile(ctx.cache.entry(k) / LOG, log_copy)
-            return _from_meta(meta, ctx.cache.entry(k), k, cached=True)
+            return _from_meta(meta, ctx.cache.entry(k), k, cached=True, variant=variant.name)
         out = ctx.cache.scratch(k)
         step = _Step(variant.name, out / LOG, ctx)
         start = time.monotonic()
@@ -344,4 +346,4 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
             if not published:
                 shutil.rmtree(out, ignore_errors=True)
     shutil.copyfile(entry / LOG, log_copy)
-    return _from_meta({"build": record.to_dict()}, entry, k, cached=False)
+    return _from_meta({"build": record.to_dict()}, entry, k, cached=False, variant=variant.name)

@@ -4,6 +4,7 @@ variant is never rebuilt, a failed build says why, concurrent builds share one e
 from __future__ import annotations
 
 import itertools
+import dataclasses
 import json
 import shutil
 import sys
@@ -106,6 +107,12 @@ def test_a_command_build_is_published_and_never_rebuilt(subject: Path, tmp_path:
     )
     assert (tmp_path / "count").read_text() == "1"  # not rebuilt
     assert (tmp_path / "logs" / "v.log").exists()
+    # another variant (of another experiment, say) with the same inputs shares the entry
+    # but the record is its own
+    twin = dataclasses.replace(command(tmp_path), name="twin")
+    shared = build.build(twin, tree_of(subject), ctx)
+    assert shared.cached and shared.cache_key == first.cache_key and shared.variant == "twin"
+    assert (tmp_path / "logs" / "twin.log").exists()
     # anything that changes the binaries changes the key
     other = build.build(command(tmp_path), tree_of(subject), context(tmp_path, sanitizer=""))
     assert not other.cached and other.cache_key != first.cache_key
