@@ -16,6 +16,7 @@ relative to OUT, so a bundle can be moved and still verified.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -101,10 +102,12 @@ class Bundle:
 
     def write(self, snap: Snapshot) -> None:
         with self._lock:
-            atomic_write(self.root / RESULTS, json.dumps(results(snap), indent=1))
-            atomic_write(
-                self.root / MANIFEST, json.dumps(manifest(snap, self._log_hashes()), indent=1)
-            )
+            text = json.dumps(results(snap), indent=1)
+            atomic_write(self.root / RESULTS, text)
+            # the manifest's digest of results.json lets `csorch verify` check it too
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            doc = manifest(snap, self._log_hashes(), results_sha256=digest)
+            atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1))
 
 
 def _dicts(records: list[Any]) -> list[dict[str, Any]]:
@@ -133,7 +136,9 @@ def results(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def manifest(snap: Snapshot, logs: Mapping[str, str]) -> dict[str, Any]:
+def manifest(
+    snap: Snapshot, logs: Mapping[str, str], results_sha256: str = ""
+) -> dict[str, Any]:
     config = snap.experiment.config
     return {
         "schema": MANIFEST_SCHEMA,
@@ -144,6 +149,7 @@ def manifest(snap: Snapshot, logs: Mapping[str, str]) -> dict[str, Any]:
             "path": str(config) if config else "",
             "sha256": file_digest(config) if config and Path(config).is_file() else "",
         },
+        "results": {"path": RESULTS, "sha256": results_sha256},
         "host": snap.host.to_dict(),
         "backend": dict(snap.backend),
         "sources": [

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass
 
@@ -38,6 +39,8 @@ if torch.cuda.is_available():
 print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda or "",
                   "gpus": gpus, "capabilities": caps}))
 """
+# Cuda compilation tools, release 13.0, V13.0.88      (a line of `nvcc --version`)
+NVCC_RELEASE_RE = re.compile(r"^Cuda compilation tools, release [\d.]+, V(?P<version>\d[\d.]*)")
 #: environment variables that change what gets built or run; recorded in the manifest
 RECORDED_ENV = (
     "CC",
@@ -61,7 +64,8 @@ class Host(Record):
     driver: str = ""
     cc: str = ""  # first line of `cc --version`
     cxx: str = ""
-    nvcc: str = ""
+    nvcc: str = ""  # last line of `nvcc --version` (the build id; it keys the cache)
+    nvcc_release: str = ""  # "13.0.88": what a person reads (not in the cache key)
     compute_sanitizer: str = ""  # version, "" when missing
     compute_sanitizer_path: str = ""
     asan_runtime: str = ""
@@ -81,15 +85,27 @@ class Host(Record):
         }
 
 
-def _first_line(argv: list[str], *, last: bool = False) -> str:
+def _lines(argv: list[str]) -> list[str]:
+    """The non-blank output lines of a successful `argv`; [] when it fails or is missing."""
     try:
         out = proc.capture(argv, timeout=60)
     except ProcessStartError:
-        return ""
-    lines = [line.strip() for line in out.output.splitlines() if line.strip()]
-    if out.returncode != 0 or not lines:
-        return ""
-    return lines[-1] if last else lines[0]
+        return []
+    if out.returncode != 0:
+        return []
+    return [line.strip() for line in out.output.splitlines() if line.strip()]
+
+
+def _first_line(argv: list[str]) -> str:
+    return next(iter(_lines(argv)), "")
+
+
+def nvcc_release(lines: list[str]) -> str:
+    """The "V13.0.88" version in `nvcc --version` output, without the V ("" if absent)."""
+    for line in lines:
+        if m := NVCC_RELEASE_RE.match(line):
+            return m["version"]
+    return ""
 
 
 def _torch(python: str) -> dict[str, object]:
@@ -130,6 +146,7 @@ def probe(
     facts = _torch(python)
     cs_version, cs_path = _tool(sanitizer)
     driver = _first_line(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    nvcc = _lines(["nvcc", "--version"])
     return Host(
         python=f"{platform.python_version()} ({python})",
         platform=platform.platform(),
@@ -140,7 +157,8 @@ def probe(
         driver=driver,
         cc=_first_line([os.environ.get("CC", "cc"), "--version"]),
         cxx=_first_line([os.environ.get("CXX", "c++"), "--version"]),
-        nvcc=_first_line(["nvcc", "--version"], last=True),
+        nvcc=nvcc[-1] if nvcc else "",
+        nvcc_release=nvcc_release(nvcc),
         compute_sanitizer=cs_version,
         compute_sanitizer_path=cs_path,
         asan_runtime=_tool(asan)[1],

@@ -1,0 +1,163 @@
+"""`csorch verify` and `csorch doctor`: is this bundle's evidence intact, and what can
+this machine run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from orchestrator import __version__, backends, host, verify
+from orchestrator.backends.base import ToolInfo
+from orchestrator.cli import ExitCode, app, err, fail, out
+from orchestrator.errors import BundleError, CheckerUnavailable
+from orchestrator.model import RUN_CHECKERS, Checker
+
+_STYLE = {
+    verify.Status.OK: "green",
+    verify.Status.MISMATCH: "bold red",
+    verify.Status.MISSING: "bold red",
+    verify.Status.UNLISTED: "bold red",
+    verify.Status.NOT_CHECKABLE: "yellow",
+}
+
+
+def _sha(check: verify.Check) -> str:
+    expected, actual = check.expected[:12], check.actual[:12]
+    if check.status is verify.Status.MISMATCH:
+        return f"{expected} -> {actual}"
+    return expected or actual
+
+
+def _summary(result: verify.Verification) -> str:
+    counts = ", ".join(f"{n} {status.value}" for status, n in result.counts().items())
+    return f"{counts}: {'[green]OK[/]' if result.ok else '[bold red]FAILED[/]'}"
+
+
+@app.command("verify")
+def verify_command(
+    bundle: Annotated[Path, typer.Argument(help="a results bundle (csorch run --out)")],
+    problems_only: Annotated[
+        bool, typer.Option("--problems-only", help="list only the checks that are not ok")
+    ] = False,
+) -> None:
+    """Re-check every digest in a bundle's manifest: logs, results, config, patches, binaries.
+
+    Exit 0 when everything checkable matches, 1 on any mismatch, missing or unlisted file,
+    2 when BUNDLE is not a bundle."""
+    try:
+        result = verify.verify(bundle)
+    except BundleError as exc:
+        raise fail(exc) from None
+    table = Table(title=f"verify {bundle}", header_style="bold", title_justify="left")
+    for column in ("status", "kind", "variant", "path", "sha256", "detail"):
+        table.add_column(column, overflow="fold")
+    for check in result.checks:
+        if problems_only and check.status is verify.Status.OK:
+            continue
+        style = _STYLE[check.status]
+        table.add_row(
+            f"[{style}]{check.status.value}[/]",
+            check.kind.value,
+            escape(check.subject),
+            escape(check.path),
+            _sha(check),
+            escape(check.detail),
+        )
+    out.print(table)
+    if not result.complete:
+        out.print(
+            "[yellow]note:[/] the manifest says the run did not finish (interrupted, or still "
+            "running): its logs may still change",
+            highlight=False,
+            soft_wrap=True,
+        )
+    out.print(_summary(result), highlight=False)
+    raise typer.Exit(ExitCode.PASS if result.ok else ExitCode.FAIL)
+
+
+def _tool(found: ToolInfo | CheckerUnavailable, *, runtime: bool = False) -> list[str]:
+    """A checker's line (and its hint, when missing)."""
+    if isinstance(found, CheckerUnavailable):
+        lines = [f"[red]missing[/]: {escape(found.reason)}"]
+        return lines + ([f"[dim]hint:[/] {escape(found.hint)}"] if found.hint else [])
+    if runtime:
+        return [escape(f"{found.path} ({found.version})")]
+    return [escape(f"{found.version} at {found.path}")]
+
+
+def _gpus(facts: host.Host) -> str:
+    """Plain text (no markup)."""
+    if facts.gpus:
+        return ", ".join(
+            f"{name} (sm {cap})" for name, cap in zip(facts.gpus, facts.capabilities, strict=False)
+        )
+    # the GPU count comes from torch, so without torch the answer is unknown, not zero
+    if not facts.torch:
+        return f"no GPU seen: torch is not importable from {sys.executable}, and csorch asks torch"
+    hidden = dict(facts.env).get("CUDA_VISIBLE_DEVICES")
+    why = (
+        f"CUDA_VISIBLE_DEVICES={hidden!r}" if hidden is not None
+        else "a CPU-only torch build" if not facts.torch_cuda
+        else "torch sees no CUDA device"
+    )
+    return f"no GPU visible ({why})"
+
+
+def _checkers(backend: str) -> str:
+    """Which run checkers the chosen backend can serve, and why not the others."""
+    served, skipped = [], []
+    for checker in RUN_CHECKERS:
+        if checker is Checker.NONE:
+            continue
+        why = backends.serves(backend, checker)
+        (skipped if why else served).append(checker.value)
+    line = ", ".join(served) + (" (through ASan)" if backend == "asan" else "")
+    if skipped:
+        line += f"; not {', '.join(skipped)}: they need compute-sanitizer on a GPU"
+    return line
+
+
+@app.command("doctor")
+def doctor_command() -> None:
+    """What this machine offers csorch (GPUs, driver, checkers, torch, compilers) and which
+    backend `--backend auto` would pick. Exit 0 when some backend is usable, else 3."""
+    checkers = host.probe_checkers()
+    facts = host.probe(sys.executable, checkers)
+    sanitizer, asan = checkers
+    nvcc = " ".join(p for p in (facts.nvcc_release, f"({facts.nvcc})" if facts.nvcc else "") if p)
+    rows: list[tuple[str, list[str]]] = [
+        ("csorch", [__version__]),
+        ("python", [escape(facts.python)]),
+        ("platform", [escape(facts.platform)]),
+        ("GPUs", [escape(_gpus(facts))]),
+        ("driver", [escape(facts.driver) or "none (nvidia-smi is missing or failed)"]),
+        ("compute-sanitizer", _tool(sanitizer)),
+        ("torch", [escape(facts.torch) or f"[red]not importable[/] from {escape(sys.executable)}"]),
+        ("torch CUDA", [facts.torch_cuda or ("none (a CPU-only build)" if facts.torch else "-")]),
+        ("nvcc", [escape(nvcc) or "not found on PATH"]),
+        ("cc", [escape(facts.cc) or "not found"]),
+        ("c++", [escape(facts.cxx) or "not found"]),
+        ("ASan runtime", _tool(asan, runtime=True)),
+    ]
+    problem: CheckerUnavailable | None = None
+    try:
+        choice = backends.choose("auto", gpus=len(facts.gpus), sanitizer=sanitizer, asan=asan)
+    except CheckerUnavailable as exc:
+        problem = exc
+        rows.append(("backend auto", [f"[bold red]none[/]: {escape(exc.reason)}"]))
+    else:
+        rows.append(("backend auto", [f"[bold]{choice.backend}[/]: {escape(choice.reason)}"]))
+        rows.append(("checkers", [_checkers(choice.backend)]))
+    width = max(len(label) for label, _ in rows) + 2
+    for label, lines in rows:
+        for i, line in enumerate(lines):
+            out.print(f"{label if i == 0 else '':<{width}}{line}", highlight=False, soft_wrap=True)
+    if problem is not None:
+        err.print(f"[dim]hint:[/] {escape(problem.hint)}", highlight=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.INCONCLUSIVE)
+    raise typer.Exit(ExitCode.PASS)
