@@ -281,6 +281,48 @@ def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
     return out
 
 
+def _k_of(experiment: Experiment) -> Callable[[Run], int]:
+    expect = experiment.expect
+
+    def k_of(run: Run) -> int:
+        n = experiment.repeats_for(run)
+        if expect is None or expect.min_hits is None:
+            return n
+        return min(expect.min_hits, n)
+
+    return k_of
+
+
+def _targets(index: _Index, k_of: Callable[[Run], int]) -> list[_Target]:
+    """The experiment's targets: as configured, else what every control reproduces."""
+    expect = index.experiment.expect
+    if expect is None:
+        return []
+    if expect.targets:
+        return [_pattern_target(p) for p in expect.targets]
+    return _derive(index, expect.controls, k_of)
+
+
+def _uncovered(index: _Index, targets: Sequence[_Target]) -> list[tuple[str, str, Signature, int]]:
+    out: dict[tuple[str, str, Signature], int] = defaultdict(int)
+    for (variant, run_name, _), attempts in sorted(index.by.items()):
+        run = index.experiment.run(run_name)
+        for a in attempts:
+            for sig in map(signature, a.findings):
+                if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
+                    out[(variant, run_name, sig)] += 1
+    return [(v, r, sig, n) for (v, r, sig), n in out.items()]
+
+
+def uncovered(
+    experiment: Experiment, attempts: Iterable[Attempt]
+) -> tuple[tuple[str, str, Signature, int], ...]:
+    """(variant, run, signature, findings) of every finding, in any variant, that none of
+    the experiment's targets covers: what a gate calls an unexpected signature."""
+    index = _Index(experiment, attempts)
+    return tuple(_uncovered(index, _targets(index, _k_of(experiment))))
+
+
 def causality(
     experiment: Experiment,
     attempts: Iterable[Attempt],
@@ -299,19 +341,13 @@ def causality(
         if v in failed_builds
     ]
 
-    def k_of(run: Run) -> int:
-        n = experiment.repeats_for(run)
-        return min(expect.min_hits, n) if expect.min_hits is not None else n
-
-    if expect.targets:
-        targets = [_pattern_target(p) for p in expect.targets]
-    else:
-        targets = _derive(index, expect.controls, k_of)
-        if not targets:
-            unsure.append(
-                f"the controls share no finding or failure reproduced in k of N "
-                f"repeats: nothing for {expect.fix} to remove"
-            )
+    k_of = _k_of(experiment)
+    targets = _targets(index, k_of)
+    if not expect.targets and not targets:
+        unsure.append(
+            f"the controls share no finding or failure reproduced in k of N "
+            f"repeats: nothing for {expect.fix} to remove"
+        )
     all_hits: list[Hits] = []
     judged = [(t, r) for t in targets for r in experiment.runs if t.applies(r, index.tool(r))]
     if targets and not judged:
@@ -348,12 +384,9 @@ def causality(
                     f"controls {first} and {other} disagree in run {run.name}: "
                     f"{diff[0]}" + (f" (+{len(diff) - 1} more)" if len(diff) > 1 else "")
                 )
-    unexpected = set()
-    for run in experiment.runs:
-        for attempts, _ in index.repeats(expect.fix, run):
-            for sig in {signature(f) for a in attempts for f in a.findings}:
-                if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
-                    unexpected.add((run.name, sig.label()))
+    unexpected = {
+        (run, sig.label()) for v, run, sig, _ in _uncovered(index, targets) if v == expect.fix
+    }
     if fails:
         verdict, reasons = Verdict.FAIL, fails + unsure
     elif unsure:
@@ -374,56 +407,27 @@ def causality(
     )
 
 
-# --- the gate's liveness rule ---------------------------------------------------------
+# --- one variant against explicit targets (csorch bisect / probe) ----------------------
 
 
-@dataclass(frozen=True)
-class CheckerLiveness(Record):
-    checker: Checker
-    caught_by: tuple[str, ...]  # "experiment/variant" controls with a finding
-
-    @property
-    def live(self) -> bool:
-        return bool(self.caught_by)
+def watches(pattern: TargetPattern, run: Run, tool: Checker) -> bool:
+    """Whether `pattern` counts in `run` when `tool` watches it (ASAN for memcheck, say)."""
+    return _pattern_target(pattern).applies(run, tool)
 
 
-def liveness(runs: Iterable[tuple[Experiment, Sequence[Attempt]]]) -> tuple[CheckerLiveness, ...]:
-    """For each checker used, the positive controls it caught (a finding in a control)."""
-    caught: dict[Checker, list[str]] = {}
-    for experiment, attempts in runs:
-        controls = set(experiment.expect.controls) if experiment.expect else set()
-        for a in attempts:
-            if a.checker is Checker.NONE:
-                continue
-            who = caught.setdefault(a.checker, [])
-            label = f"{experiment.name}/{a.variant}"
-            if a.variant in controls and a.findings and label not in who:
-                who.append(label)
-    return tuple(
-        CheckerLiveness(c, tuple(by))
-        for c, by in sorted(caught.items(), key=lambda item: item[0].value)
-    )
-
-
-def gate(
-    verdicts: Mapping[str, Verdict], checkers: Sequence[CheckerLiveness]
-) -> tuple[Verdict, tuple[str, ...]]:
-    """A gate passes only if every experiment passes and every checker caught a control."""
-    fails = [f"{name}: fail" for name, v in verdicts.items() if v is Verdict.FAIL]
-    unsure = [f"{name}: inconclusive" for name, v in verdicts.items() if v is Verdict.INCONCLUSIVE]
-    unsure += [
-        f"{c.checker.value} caught no positive control: its liveness is unproven"
-        for c in checkers
-        if not c.live
-    ]
-    if not checkers:
-        unsure.append("no checker ran: nothing proves the gate could catch a defect")
-    if not verdicts:
-        unsure.append("the gate judged no experiment")
-    if fails:
-        return Verdict.FAIL, tuple(fails + unsure)
-    if unsure:
-        return Verdict.INCONCLUSIVE, tuple(unsure)
-    return Verdict.PASS, tuple(
-        f"{c.checker.value} caught {', '.join(c.caught_by)}" for c in checkers
-    )
+def target_hits(
+    experiment: Experiment,
+    targets: Sequence[TargetPattern],
+    attempts: Iterable[Attempt],
+    variant: str,
+) -> tuple[tuple[Hits, str], ...]:
+    """Per target x run it applies to: how many repeats of `variant` show the target, and
+    why the repeats without a hit are unknown ("" when every one is conclusive)."""
+    index = _Index(experiment, attempts)
+    out = []
+    for pattern in targets:
+        target = _pattern_target(pattern)
+        for run in experiment.runs:
+            if target.applies(run, index.tool(run)):
+                out.append(index.count(variant, run, target))
+    return tuple(out)

@@ -23,8 +23,12 @@ CPROG_CONFIGS = {
 
 
 def pytest_addoption(parser):
-    parser.addoption("--qext-device", action="append", choices=("cpu", "cuda"),
-                     help="device for the regression cases (repeatable; default: all present)")
+    parser.addoption(
+        "--qext-device",
+        action="append",
+        choices=("cpu", "cuda"),
+        help="device for the regression cases (repeatable; default: all present)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -38,9 +42,23 @@ def cprog_bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for verdict, config in CPROG_CONFIGS.items():
         out = tmp / verdict
         done = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "run", str(config), "--backend", "asan",
-             "--out", str(out), "--cache-dir", str(tmp / "cache")],
-            cwd=tmp, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "run",
+                str(config),
+                "--backend",
+                "asan",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp / "cache"),
+            ],
+            cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=300,
             env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
         )
         expected = {"pass": 0, "fail": 1, "inconclusive": 3}[verdict]

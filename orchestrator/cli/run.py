@@ -17,7 +17,7 @@ from orchestrator import backends, cache, host, workflow
 from orchestrator.cli import VERDICT_EXIT, ExitCode, app, err, fail, out
 from orchestrator.config import load_experiment
 from orchestrator.errors import CsorchError
-from orchestrator.model import Attempt, Build
+from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.plan import Fanout, Job, parse_devices
 from orchestrator.report import table
 
@@ -53,7 +53,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _choose(requested: str) -> tuple[backends.Choice, host.Host]:
+def choose_backend(requested: str) -> tuple[backends.Choice, host.Host]:
     checkers = host.probe_checkers()
     facts = host.probe(sys.executable, checkers)
     choice = backends.choose(
@@ -62,7 +62,7 @@ def _choose(requested: str) -> tuple[backends.Choice, host.Host]:
     return choice, facts
 
 
-def _default_out(name: str) -> Path:
+def default_out(name: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = Path("results") / f"{name}-{stamp}"
     n = 1
@@ -70,6 +70,47 @@ def _default_out(name: str) -> Path:
         n += 1
         path = Path("results") / f"{name}-{stamp}-{n}"
     return path
+
+
+def run_one(
+    experiment: Experiment, options: workflow.Options, facts: host.Host
+) -> workflow.RunResult:
+    """Run one experiment with progress bars, then print its table. Ctrl-C or SIGTERM
+    leave the bundle marked incomplete and exit INCONCLUSIVE."""
+    start = time.monotonic()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    # a CI job is cancelled with SIGTERM: stop the children and keep the bundle valid,
+    # as for Ctrl-C (the children run in their own sessions and would be orphaned)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with Progress(*columns, console=err, transient=True) as progress:
+            result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: the bundle in {options.out} is marked incomplete",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(ExitCode.INCONCLUSIVE) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    out.print(
+        table.render(
+            experiment,
+            result.builds,
+            result.attempts,
+            result.judgement,
+            backend=options.backend,
+            not_run=result.not_run,
+        )
+    )
+    out.print(f"bundle: {result.bundle} ({time.monotonic() - start:.0f} s)", highlight=False)
+    return result
 
 
 @app.command("run")
@@ -115,7 +156,7 @@ def run_command(
     try:
         experiment = load_experiment(config)
         device_list = parse_devices(devices) if devices else ()
-        choice, facts = _choose(backend)
+        choice, facts = choose_backend(backend)
     except ValueError as exc:
         raise fail(CsorchError(f"--devices: {exc}")) from None
     except CsorchError as exc:  # a bad config, or a checker asked for but missing
@@ -134,7 +175,7 @@ def run_command(
     options = workflow.Options(
         backend=choice.backend,
         reason=choice.reason,
-        out=out_dir or _default_out(experiment.name),
+        out=out_dir or default_out(experiment.name),
         cache=cache_dir,
         jobs=jobs or min(os.cpu_count() or 1, 8),
         devices=device_list,
@@ -142,37 +183,5 @@ def run_command(
         repeat=repeat,
         keep_work=keep_work,
     )
-    start = time.monotonic()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    # a CI job is cancelled with SIGTERM: stop the children and keep the bundle valid,
-    # as for Ctrl-C (the children run in their own sessions and would be orphaned)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        with Progress(*columns, console=err, transient=True) as progress:
-            result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
-    except KeyboardInterrupt:
-        err.print(
-            f"interrupted: the bundle in {options.out} is marked incomplete",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(ExitCode.INCONCLUSIVE) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    out.print(
-        table.render(
-            experiment,
-            result.builds,
-            result.attempts,
-            result.judgement,
-            backend=choice.backend,
-            not_run=result.not_run,
-        )
-    )
-    out.print(f"bundle: {result.bundle} ({time.monotonic() - start:.0f} s)", highlight=False)
+    result = run_one(experiment, options, facts)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

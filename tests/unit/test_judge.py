@@ -1,4 +1,4 @@
-"""judge: truth tables for causality, per-case outcomes, and the gate's liveness rule."""
+"""judge: truth tables for causality, per-case outcomes, and signatures beyond the targets."""
 
 from __future__ import annotations
 
@@ -350,24 +350,13 @@ def test_case_results_count_findings_and_keep_both_counts() -> None:
     assert plain.summary_count is None and plain.conclusive
 
 
-def test_gate_liveness_and_verdicts() -> None:
-    e = experiment()
-    live = judge.liveness([(e, attempts())])
-    assert [(c.checker, c.caught_by) for c in live] == [
-        (Checker.MEMCHECK, ("exp/rebuilt", "exp/installed"))
-    ]
-    assert judge.gate({"exp": Verdict.PASS}, live)[0] is Verdict.PASS
-
-    silent = attempts(rebuilt_memcheck="clean clean clean", installed_memcheck="clean clean clean")
-    dead = judge.liveness([(e, silent)])
-    assert not dead[0].live
-    verdict, reasons = judge.gate({"exp": Verdict.PASS}, dead)
-    assert verdict is Verdict.INCONCLUSIVE and "liveness is unproven" in reasons[0]
-
-    assert judge.gate({"a": Verdict.PASS, "b": Verdict.FAIL}, live)[0] is Verdict.FAIL
-    assert judge.gate({"a": Verdict.INCONCLUSIVE}, live)[0] is Verdict.INCONCLUSIVE
-    assert judge.gate({"a": Verdict.PASS}, ())[0] is Verdict.INCONCLUSIVE  # no checker ran
-    assert judge.gate({}, live)[0] is Verdict.INCONCLUSIVE
+def test_uncovered_lists_every_variants_signatures_beyond_the_targets() -> None:
+    table = attempts(rebuilt_memcheck="other hit hit")
+    assert judge.uncovered(experiment(), attempts()) == ()
+    (row,) = judge.uncovered(experiment(), table)
+    variant, run, sig, count = row
+    assert (variant, run, count) == ("rebuilt", "memcheck", 1)
+    assert sig.label() == "memcheck invalid-access global write size 4 in other"
 
 
 def test_judgement_round_trips() -> None:

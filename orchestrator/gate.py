@@ -1,0 +1,285 @@
+"""The release gate: a policy over experiments, and its verdict from their records.
+
+    # configs/release-gate.yaml
+    name: release-gate
+    description: every historical qext defect stays fixed
+    experiments: [nvfp4-rng-ownership.yaml, noop-swizzle.yaml]   # experiment configs
+    policy:
+      unexpected: fail          # fail | report: a signature no target explains
+      allow:                    # signatures tolerated anywhere (target syntax)
+        - {checker: memcheck, kind: api-error, code: cudaErrorLaunchFailure}
+
+The rules (DESIGN.md, "Verdicts"), in order: a bundle that is incomplete or does not
+verify, an experiment missing from the stored bundles, an inconclusive experiment, or a
+checker that caught no positive control make the gate INCONCLUSIVE; a fix that is not
+causal, or (with `unexpected: fail`) a finding no target explains in any variant, make
+it FAIL; a FAIL outranks an INCONCLUSIVE. Liveness is proven per checker across the
+whole gate: a control in which that checker's run hit a target. Pure: records in,
+`GateResult` out; running and reading bundles is the CLI's business.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator import judge
+from orchestrator.findings import matches
+from orchestrator.model import Attempt, Checker, Experiment, Signature, TargetPattern, Verdict
+from orchestrator.schema import NAME_RE, NAME_RULE, SIGNATURE_KEYS
+from orchestrator.serial import Record
+from orchestrator.yamlview import View, load
+
+GATE_TOP = {
+    "name": "the gate's name",
+    "description": "free text for the report",
+    "experiments": "experiment configs (paths relative to this file)",
+    "policy": "{unexpected: fail | report, allow: [signature patterns]}",
+}
+POLICY = {
+    "unexpected": "fail: a finding no target explains fails the gate; report: list it only",
+    "allow": "signatures tolerated anywhere: a pattern or a list (target syntax)",
+}
+ALLOW = {k: f"signature field {k} (glob)" for k in SIGNATURE_KEYS} | {
+    "case": "case names (glob)",
+    "code": "API error code (glob)",
+}
+UNEXPECTED_CHOICES = ("fail", "report")
+
+
+@dataclass(frozen=True)
+class Allowance(Record):
+    pattern: TargetPattern
+    code: str = ""  # API errors: "cudaErrorLaunchFailure" (not a target field)
+
+
+@dataclass(frozen=True)
+class Policy(Record):
+    name: str
+    experiments: tuple[Path, ...]
+    description: str = ""
+    unexpected: str = "fail"
+    allow: tuple[Allowance, ...] = ()
+    config: Path | None = None
+
+
+def is_gate_config(path: Path | str) -> bool:
+    """Whether a YAML file is a gate (it lists experiments) rather than an experiment."""
+    root = load(Path(path).resolve())
+    return root.is_mapping and "experiments" in root.entries()
+
+
+def load_policy(path: Path | str) -> Policy:
+    """Read and validate a gate config; raises ConfigError naming file, line and key."""
+    path = Path(path).resolve()
+    f = load(path).mapping(GATE_TOP)
+    name_view = f.require("name")
+    name = name_view.text("a name")
+    if not NAME_RE.match(name):
+        raise name_view.error(f"'{name}' is not a safe name; use {NAME_RULE}")
+    experiments = []
+    listed = f.require("experiments")
+    for item in listed.items():
+        target = (path.parent / item.text("a path")).resolve()
+        if not target.is_file():
+            raise item.error(f"no such file: {target}")
+        experiments.append(target)
+    if not experiments:
+        raise listed.error("a gate needs at least one experiment")
+    description = f.get("description")
+    policy = f.get("policy")
+    unexpected, allow = "fail", ()
+    if policy is not None:
+        p = policy.mapping(POLICY)
+        if (u := p.get("unexpected")) is not None:
+            unexpected = u.text()
+            if unexpected not in UNEXPECTED_CHOICES:
+                raise u.error(
+                    f"'{unexpected}' is not allowed; choose one of: {', '.join(UNEXPECTED_CHOICES)}"
+                )
+        if (a := p.get("allow")) is not None:
+            allow = tuple(_allowance(v) for v in (a.items() if a.is_list else [a]))
+    return Policy(
+        name,
+        tuple(experiments),
+        description.text() if description else "",
+        unexpected,
+        allow,
+        path,
+    )
+
+
+def _allowance(view: View) -> Allowance:
+    f = view.mapping(ALLOW)
+    values: dict[str, object] = {}
+    for key in SIGNATURE_KEYS + ("case",):
+        if (item := f.get(key)) is not None:
+            values[key] = item.integer(minimum=0) if key == "size" else item.text()
+    code = f.get("code")
+    if not values and code is None:
+        raise view.error("an allowance needs at least one signature key or 'code'")
+    return Allowance(TargetPattern(**values), code.text() if code else "")  # type: ignore[arg-type]
+
+
+def default_policy(configs: Sequence[Path]) -> Policy:
+    """The gate over experiment configs given directly on the command line."""
+    return Policy("gate", tuple(Path(c).resolve() for c in configs))
+
+
+# --- judging ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One experiment's records as the gate sees them (run now, or read from a bundle)."""
+
+    experiment: Experiment
+    attempts: tuple[Attempt, ...]
+    judgement: judge.Judgement
+    bundle: str = ""
+    problems: tuple[str, ...] = ()  # the bundle is incomplete or does not verify
+
+
+@dataclass(frozen=True)
+class Unexpected(Record):
+    experiment: str
+    variant: str
+    run: str
+    signature: str
+    findings: int
+
+
+@dataclass(frozen=True)
+class Liveness(Record):
+    checker: Checker
+    caught_by: tuple[str, ...]  # "experiment/variant": controls whose checker run hit a target
+
+    @property
+    def live(self) -> bool:
+        return bool(self.caught_by)
+
+
+@dataclass(frozen=True)
+class ExperimentVerdict(Record):
+    name: str
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    bundle: str = ""
+
+
+@dataclass(frozen=True)
+class GateResult(Record):
+    name: str
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    experiments: tuple[ExperimentVerdict, ...]
+    liveness: tuple[Liveness, ...]
+    unexpected: tuple[Unexpected, ...]
+    allowed: int = 0  # findings an allowance tolerated
+
+
+def liveness(judged: Sequence[Judged]) -> tuple[Liveness, ...]:
+    """Per checker used (not `none`): the positive controls its runs caught."""
+    caught: dict[Checker, list[str]] = {}
+    for j in judged:
+        tools = {a.run: a.checker for a in j.attempts}
+        for checker in tools.values():
+            if checker is not Checker.NONE:
+                caught.setdefault(checker, [])
+        controls = j.experiment.expect.controls if j.experiment.expect else ()
+        for hits in j.judgement.hits:
+            checker = tools.get(hits.run, Checker.NONE)
+            label = f"{j.experiment.name}/{hits.variant}"
+            if (
+                checker is not Checker.NONE
+                and hits.variant in controls
+                and hits.hits
+                and label not in caught[checker]
+            ):
+                caught[checker].append(label)
+    ordered = sorted(caught.items(), key=lambda item: item[0].value)
+    return tuple(Liveness(c, tuple(by)) for c, by in ordered)
+
+
+def _allowed(allow: Sequence[Allowance], sig: Signature) -> bool:
+    return any(
+        matches(a.pattern, sig) and (not a.code or fnmatch.fnmatchcase(sig.code, a.code))
+        for a in allow
+    )
+
+
+def unexpected(
+    judged: Sequence[Judged], allow: Sequence[Allowance]
+) -> tuple[list[Unexpected], int]:
+    """Findings no target explains, in any variant, less the allowed ones (and their count)."""
+    out, tolerated = [], 0
+    for j in judged:
+        for variant, run, sig, count in judge.uncovered(j.experiment, j.attempts):
+            if _allowed(allow, sig):
+                tolerated += count
+            else:
+                out.append(Unexpected(j.experiment.name, variant, run, sig.label(), count))
+    return out, tolerated
+
+
+def decide(
+    policy: Policy,
+    judged: Sequence[Judged],
+    missing: Sequence[str] = (),
+    broken: Sequence[str] = (),
+) -> GateResult:
+    """The gate's verdict over the judged experiments; `missing` names experiments the
+    policy lists that have no records (a stored bundle without them), `broken` says why
+    each unreadable bundle could not be judged."""
+    fails: list[str] = []
+    unsure = [f"experiment {name}: no results (not in the bundles given)" for name in missing]
+    unsure += list(broken)
+    verdicts = []
+    for j in judged:
+        name = j.experiment.name
+        verdict, reasons = j.judgement.verdict, j.judgement.reasons
+        if j.problems:
+            verdict, reasons = Verdict.INCONCLUSIVE, j.problems + reasons
+        verdicts.append(ExperimentVerdict(name, verdict, tuple(reasons), j.bundle))
+        if verdict is Verdict.FAIL:
+            fails.append(f"{name}: the fix is not causal: {reasons[0]}")
+        elif verdict is Verdict.INCONCLUSIVE:
+            unsure.append(f"{name}: inconclusive: {reasons[0] if reasons else 'no reason given'}")
+    surprises, tolerated = unexpected(judged, policy.allow)
+    if surprises and policy.unexpected == "fail":
+        first = surprises[0]
+        more = f" (+{len(surprises) - 1} more)" if len(surprises) > 1 else ""
+        fails.append(
+            f"unexpected signature in {first.experiment}/{first.variant}/{first.run}: "
+            f"{first.signature} x{first.findings}{more}"
+        )
+    live = liveness(judged)
+    unsure += [
+        f"{c.checker.value} caught no positive control: its liveness is unproven"
+        for c in live
+        if not c.live
+    ]
+    if judged and not live:
+        unsure.append("no checker ran: nothing proves the gate could catch a defect")
+    if not judged and not missing and not broken:
+        unsure.append("the gate judged no experiment")
+    if fails:
+        verdict, reasons = Verdict.FAIL, fails + unsure
+    elif unsure:
+        verdict, reasons = Verdict.INCONCLUSIVE, unsure
+    else:
+        verdict = Verdict.PASS
+        reasons = [f"{len(judged)} experiment(s) causal"] + [
+            f"{c.checker.value} caught {', '.join(c.caught_by)}" for c in live
+        ]
+    return GateResult(
+        policy.name,
+        verdict,
+        tuple(dict.fromkeys(reasons)),
+        tuple(verdicts),
+        live,
+        tuple(surprises),
+        tolerated,
+    )

@@ -1,0 +1,116 @@
+"""Rich renderings of the gate's verdict and of a pinned-release comparison (the CLI
+prints them), and the gate's Markdown summary (the top of the gate's report.md)."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from orchestrator.compare import Comparison
+from orchestrator.gate import GateResult
+from orchestrator.model import Verdict
+
+STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
+OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
+
+
+def _short(digest: str) -> str:
+    return digest[:12] if digest else "-"
+
+
+def gate(result: GateResult) -> RenderableType:
+    """The per-experiment verdicts, each checker's liveness, and the gate's verdict."""
+    t = Table(title=f"gate {result.name}", title_justify="left")
+    t.add_column("experiment")
+    t.add_column("verdict")
+    t.add_column("first reason", overflow="fold")
+    for e in result.experiments:
+        t.add_row(
+            e.name,
+            Text(e.verdict.name, style=STYLE[e.verdict]),
+            e.reasons[0] if e.reasons else "",
+        )
+    lines: list[RenderableType] = [t]
+    for c in result.liveness:
+        caught = ", ".join(c.caught_by) if c.live else "no positive control"
+        lines.append(Text(f"liveness {c.checker.value}: {caught}"))
+    for u in result.unexpected:
+        lines.append(
+            Text(
+                f"unexpected: {u.experiment}/{u.variant}/{u.run}: {u.signature} x{u.findings}",
+                style="red",
+            )
+        )
+    verdict = Text("gate: ")
+    verdict.append(result.verdict.name, style=STYLE[result.verdict])
+    lines.append(verdict)
+    lines += [Text(f"  {r}") for r in result.reasons]
+    return Group(*lines)
+
+
+def gate_markdown(result: GateResult) -> str:
+    """The gate's own section of report.md; each experiment's section follows it."""
+    rows = [
+        f"## Release gate `{result.name}`: **{result.verdict.name}**",
+        "",
+        *[f"- {r}" for r in result.reasons],
+        "",
+        "| experiment | verdict | first reason | bundle |",
+        "|---|---|---|---|",
+    ]
+    for e in result.experiments:
+        reason = (e.reasons[0] if e.reasons else "").replace("|", "\\|")
+        rows.append(f"| {e.name} | {e.verdict.name} | {reason} | `{e.bundle}` |")
+    rows += ["", "| checker | positive controls caught |", "|---|---|"]
+    for c in result.liveness:
+        rows.append(f"| {c.checker.value} | {', '.join(c.caught_by) or '**none**'} |")
+    if result.unexpected:
+        rows += ["", "Unexpected signatures (no target explains them):", ""]
+        rows += [
+            f"- {u.experiment}/{u.variant}/{u.run}: `{u.signature}` x{u.findings}"
+            for u in result.unexpected
+        ]
+    if result.allowed:
+        rows += ["", f"{result.allowed} finding(s) tolerated by the policy's allow list."]
+    return "\n".join(rows) + "\n"
+
+
+def comparison(c: Comparison) -> RenderableType:
+    """Identities, per-node outcomes, signature sets, and the two statements."""
+    ids = Table(title=f"{c.experiment}: variants", title_justify="left")
+    for col in ("variant", "role", "build", "source", "patches", "binaries (sha256)"):
+        ids.add_column(col, overflow="fold")
+    for i in c.identities:
+        ids.add_row(
+            i.variant,
+            i.role,
+            i.kind + ("" if i.built else " [red]not built[/]"),
+            _short(i.source_digest),
+            "\n".join(f"{p.split()[0]} {_short(p.split()[-1])}" for p in i.patches) or "-",
+            "\n".join(f"{b.split()[0]} {_short(b.split()[-1])}" for b in i.binaries) or "-",
+        )
+    variants = [i.variant for i in c.identities]
+    nodes = Table(title="outcomes per case", title_justify="left")
+    nodes.add_column("run")
+    nodes.add_column("case")
+    for v in variants:
+        nodes.add_column(v)
+    for row in c.nodes:
+        cells = dict(row.outcomes)
+        nodes.add_row(
+            row.run,
+            row.node.split("::")[-1],
+            *[
+                Text(cells.get(v, "-"), style=OUTCOME_STYLE.get(cells.get(v, ""), ""))
+                for v in variants
+            ],
+        )
+    sigs = Table(title="signatures per checker run", title_justify="left")
+    sigs.add_column("run")
+    sigs.add_column("variant")
+    sigs.add_column("signatures (findings)", overflow="fold")
+    for s in c.signatures:
+        text = "\n".join(f"{label} x{n}" for label, n in s.signatures) or "none"
+        sigs.add_row(f"{s.run} ({s.checker})", s.variant, text)
+    return Group(ids, nodes, sigs, *[Text(line) for line in c.statements])

@@ -1,0 +1,206 @@
+"""gate: the policy file, the gate's truth table, and `csorch gate` over real bundles
+(pass, fail, inconclusive, a truncated one and an interrupted one)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_judge import OTHER, attempts, experiment  # the judge's truth-table builders
+from typer.testing import CliRunner
+
+from orchestrator import cli, gate, judge
+from orchestrator.errors import ConfigError
+from orchestrator.model import Checker, ParseResult, Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E = ROOT / "tests" / "fixtures" / "e2e"
+runner = CliRunner()
+
+
+def judged(table=None, exp=None) -> gate.Judged:
+    exp = exp or experiment()
+    rows = table if table is not None else attempts()
+    return gate.Judged(exp, tuple(rows), judge.causality(exp, rows))
+
+
+POLICY = gate.Policy("g", (Path("/x.yaml"),))
+
+
+def test_a_causal_experiment_with_a_live_checker_passes() -> None:
+    result = gate.decide(POLICY, [judged()])
+    assert result.verdict is Verdict.PASS
+    assert [(c.checker, c.caught_by) for c in result.liveness] == [
+        (Checker.MEMCHECK, ("exp/rebuilt", "exp/installed"))
+    ]
+    assert "memcheck caught exp/rebuilt, exp/installed" in result.reasons
+
+
+def test_a_fix_that_is_not_causal_fails() -> None:
+    result = gate.decide(POLICY, [judged(attempts(patched_memcheck="hit hit hit"))])
+    assert result.verdict is Verdict.FAIL and "not causal" in result.reasons[0]
+
+
+def test_a_checker_that_caught_no_control_is_unproven() -> None:
+    silent = attempts(rebuilt_memcheck="clean clean clean", installed_memcheck="clean clean clean")
+    result = gate.decide(POLICY, [judged(silent)])
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "memcheck caught no positive control: its liveness is unproven" in result.reasons
+
+
+def _with_other(rows, *variants: str):
+    return [
+        dataclasses.replace(a, parse=ParseResult((*a.findings, OTHER), None, 0, True))
+        if a.variant in variants and a.run == "memcheck" and a.repeat == 0
+        else a
+        for a in rows
+    ]
+
+
+def test_an_unexpected_signature_anywhere_fails_unless_allowed_or_reported() -> None:
+    rows = _with_other(attempts(), "rebuilt", "installed")  # controls show more than the target
+    assert judge.causality(experiment(), rows).verdict is Verdict.PASS
+    result = gate.decide(POLICY, [judged(rows)])
+    assert result.verdict is Verdict.FAIL
+    assert [(u.variant, u.run, u.signature) for u in result.unexpected] == [
+        (v, "memcheck", "memcheck invalid-access global write size 4 in other")
+        for v in ("installed", "rebuilt")
+    ]
+    allow = gate.Allowance(gate.TargetPattern(function="other"))
+    tolerant = dataclasses.replace(POLICY, allow=(allow,))
+    allowed = gate.decide(tolerant, [judged(rows)])
+    assert allowed.verdict is Verdict.PASS and allowed.allowed == 2
+    report_only = gate.decide(dataclasses.replace(POLICY, unexpected="report"), [judged(rows)])
+    assert report_only.verdict is Verdict.PASS and len(report_only.unexpected) == 2
+
+
+def test_fail_outranks_inconclusive_and_problems_make_an_experiment_inconclusive() -> None:
+    failing = judged(attempts(patched_memcheck="hit hit hit"))
+    shaky = dataclasses.replace(judged(), problems=("bundle b is incomplete (interrupted)",))
+    result = gate.decide(POLICY, [failing, shaky])
+    assert result.verdict is Verdict.FAIL
+    assert [e.verdict for e in result.experiments] == [Verdict.FAIL, Verdict.INCONCLUSIVE]
+    assert gate.decide(POLICY, [shaky]).verdict is Verdict.INCONCLUSIVE
+    assert gate.decide(POLICY, [judged()], missing=["other"]).verdict is Verdict.INCONCLUSIVE
+    assert gate.decide(POLICY, []).verdict is Verdict.INCONCLUSIVE
+
+
+def test_the_release_gate_config_loads() -> None:
+    policy = gate.load_policy(ROOT / "configs" / "release-gate.yaml")
+    assert policy.name == "release-gate" and policy.unexpected == "fail"
+    assert [p.name for p in policy.experiments] == ["nvfp4-rng-ownership.yaml", "noop-swizzle.yaml"]
+    assert gate.is_gate_config(ROOT / "configs" / "release-gate.yaml")
+    assert not gate.is_gate_config(ROOT / "configs" / "noop-swizzle.yaml")
+
+
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("name: g\nexperiments: [missing.yaml]\n", 2, "no such file"),
+        ("name: g\nexperiments: [e.yaml]\npolicy: {unexpected: ignore}\n", 3, "fail, report"),
+        ("name: g\nexperiments: [e.yaml]\npolicy: {alow: []}\n", 3, "alow"),
+        ("name: g\nexperiments: [e.yaml]\npolicy: {allow: [{colour: red}]}\n", 3, "colour"),
+        ("name: 'g/h'\nexperiments: [e.yaml]\n", 1, "not a safe name"),
+        ("name: g\nexperiments: []\n", 2, "at least one experiment"),
+    ],
+)
+def test_bad_gate_configs(tmp_path: Path, text: str, line: int, words: str) -> None:
+    (tmp_path / "e.yaml").write_text("name: e\n")
+    path = tmp_path / "gate.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        gate.load_policy(path)
+    message = info.value.message
+    assert f"gate.yaml:{line}" in message and words in message, message
+
+
+# --- csorch gate over real bundles ---------------------------------------------------
+
+
+def gate_from(*bundles: Path, config: Path = E2E / "c-oob.yaml"):
+    args = ["gate", str(config)]
+    for b in bundles:
+        args += ["--from", str(b)]
+    result = runner.invoke(cli.app, args)
+    # Rich wraps long lines at the runner's width: compare words, not line breaks
+    return result.exit_code, " ".join(result.output.split())
+
+
+def test_gate_from_bundles_exit_codes(cprog_bundles: dict[str, Path]) -> None:
+    code, output = gate_from(cprog_bundles["pass"])
+    assert code == cli.ExitCode.PASS, output
+    assert "gate: PASS" in output and "asan caught c-oob/control" in output
+    code, output = gate_from(cprog_bundles["fail"], config=E2E / "c-oob-nofix.yaml")
+    assert code == cli.ExitCode.FAIL, output
+    assert "the fix is not causal" in output
+    code, output = gate_from(cprog_bundles["inconclusive"], config=E2E / "c-oob-badpatch.yaml")
+    assert code == cli.ExitCode.INCONCLUSIVE, output
+    assert "does not apply" in output
+    # the gate config lists c-oob; a bundle of another experiment leaves it unjudged
+    code, output = gate_from(cprog_bundles["fail"], config=E2E / "gate-cprog.yaml")
+    assert code == cli.ExitCode.FAIL  # c-oob-nofix fails; c-oob is missing
+    assert "experiment c-oob: no results" in output
+
+
+def test_gate_from_a_truncated_or_interrupted_bundle_is_inconclusive(
+    cprog_bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    truncated = shutil.copytree(cprog_bundles["pass"], tmp_path / "truncated")
+    text = (truncated / "results.json").read_text()
+    (truncated / "results.json").write_text(text[: len(text) // 2])
+    code, output = gate_from(truncated)
+    assert code == cli.ExitCode.INCONCLUSIVE, output
+    assert "cannot be read" in output and "not valid JSON" in output
+    interrupted = shutil.copytree(cprog_bundles["pass"], tmp_path / "interrupted")
+    doc = json.loads((interrupted / "results.json").read_text())
+    doc.update(complete=False, interrupted=True)
+    (interrupted / "results.json").write_text(json.dumps(doc))
+    code, output = gate_from(interrupted)
+    assert code == cli.ExitCode.INCONCLUSIVE, output
+    assert "incomplete (interrupted)" in output
+    # a log cut short after the run: the evidence no longer matches its manifest
+    cut = shutil.copytree(cprog_bundles["pass"], tmp_path / "cut")
+    log = next(p for p in sorted((cut / "logs").rglob("*.log")) if p.stat().st_size)
+    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
+    code, output = gate_from(cut)
+    assert code == cli.ExitCode.INCONCLUSIVE, output
+    assert "does not verify (1 problem(s)), first: log" in output and "mismatch" in output
+
+
+def test_gate_usage_errors(tmp_path: Path) -> None:
+    code, output = gate_from(tmp_path)
+    assert code == cli.ExitCode.USAGE and "not a results bundle" in output
+    two = runner.invoke(
+        cli.app, ["gate", str(E2E / "gate-cprog.yaml"), str(ROOT / "configs/release-gate.yaml")]
+    )
+    assert two.exit_code == cli.ExitCode.USAGE and "at most one gate config" in two.output
+
+
+def test_gate_runs_writes_gate_json_and_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "gate"
+    result = runner.invoke(
+        cli.app,
+        [
+            "gate",
+            str(E2E / "gate-cprog.yaml"),
+            "--backend",
+            "asan",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+    )
+    assert result.exit_code == cli.ExitCode.PASS, result.output
+    doc = json.loads((out / "gate.json").read_text())
+    assert doc["schema"] == "csorch.gate/1" and doc["verdict"] == "pass"
+    assert [e["name"] for e in doc["experiments"]] == ["c-oob"]
+    report = (out / "report.md").read_text()
+    assert "## Release gate `gate-cprog`: **PASS**" in report
+    assert "| asan | c-oob/control |" in report
+    # the stored gate judged again gives the same verdict
+    again = runner.invoke(cli.app, ["gate", str(E2E / "gate-cprog.yaml"), "--from", str(out)])
+    assert again.exit_code == cli.ExitCode.PASS, again.output
