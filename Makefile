@@ -11,13 +11,13 @@ EXT_LIB := ext/qext/_C.so
 EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup validate test bench bench-orchestrator lint clean
+.PHONY: help setup validate test bench bench-qext bench-orchestrator lint clean
 
 help:
-	@echo "make validate   the main job (builds everything it needs)"
+	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
-	@echo "make bench      the qext kernel benchmark (GPU figures need the GPU machine)"
-	@echo "make bench-orchestrator   csorch overhead and warm-rerun ratios (minutes)"
+	@echo "make bench      qext kernels, then csorch's overhead, baseline and warm-rerun ratios"
+	@echo "make bench-qext / bench-orchestrator   one of the two"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
 	@echo "make lint       ruff, if installed"
 
@@ -31,13 +31,20 @@ $(SETUP_STAMP): pyproject.toml tools/setup_venv.sh
 $(EXT_LIB): $(SETUP_STAMP) $(EXT_INPUTS)
 	$(PY) ext/qext/build.py --build-dir build/qext --inplace
 
+# the release gate on the best backend present (compute-sanitizer on a GPU host, else
+# ASan); exit 0 pass, 1 fail, 3 inconclusive. Bundles, gate.json and report.md in VALIDATE_OUT.
+VALIDATE_OUT ?= results/validate-$(shell date +%Y%m%d-%H%M%S)
 validate: setup
-	$(PY) -m qext
+	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto --out $(VALIDATE_OUT)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
+	$(PY) bench/bench_qext.py --json results/bench-qext.json
+	$(PY) bench/bench_orchestrator.py --json results/bench-orchestrator.json
+
+bench-qext: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
 
 bench-orchestrator: setup
