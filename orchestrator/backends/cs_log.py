@@ -152,6 +152,7 @@ def host_frame(text: str) -> Frame:
 #: a host backtrace keeps at most this many native frames, and this many Python frames
 MAX_NATIVE_FRAMES = 12
 MAX_PYTHON_FRAMES = 8
+MAX_HOST_FUNCTION = 240  # characters of a host frame's function kept
 # python3.12 | libpython3.12.so.1.0   (the interpreter: every native frame past it is CPython)
 INTERPRETER_RE = re.compile(r"^(?:lib)?python[\d.]*(?:\.so[\d.]*)?$")
 
@@ -171,7 +172,14 @@ def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
         python.append(f)
         if f.function.startswith("test"):  # the pytest case; what follows is pytest
             break
-    return tuple(native[:MAX_NATIVE_FRAMES] + python[:MAX_PYTHON_FRAMES])
+    kept = native[:MAX_NATIVE_FRAMES] + python[:MAX_PYTHON_FRAMES]
+    # pybind11's dispatcher lambdas spell out every argument type twice (2 KB a frame)
+    return tuple(
+        replace(f, function=f.function[: MAX_HOST_FUNCTION - 1] + "…")
+        if len(f.function) > MAX_HOST_FUNCTION
+        else f
+        for f in kept
+    )
 
 
 @dataclass

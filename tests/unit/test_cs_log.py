@@ -203,6 +203,8 @@ def test_host_backtraces_keep_the_extension_and_the_test_not_cpython_or_pytest()
         assert any(f.function.startswith("qext::quantize_nvfp4_impl") for f in native)
         assert all(f.module not in ("python", "libc.so.6") for f in native)
         assert len(native) <= cs_log.MAX_NATIVE_FRAMES
+        assert all(len(f.function) <= cs_log.MAX_HOST_FUNCTION for f in host)
+        assert any(f.function.startswith("pybind11::cpp_function::initialize<") for f in host)
         assert [(f.function, f.file) for f in host if f.is_python] == [
             ("quantize", "quantizers.py"),
             ("_quantize", "test_rng_ownership.py"),
