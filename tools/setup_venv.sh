@@ -14,6 +14,9 @@ PYTHON=${1:?usage: setup_venv.sh PYTHON VENV}
 VENV=${2:?usage: setup_venv.sh PYTHON VENV}
 TORCH_PIN="torch==2.13.0"
 BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
+# test-only, CPU install only: validates SARIF against the official schema; the offline
+# GPU machine lacks it and tests/unit/test_sarif.py skips there
+TEST_PKGS=(jsonschema==4.26.0)
 NEEDED_MODULES="torch pybind11 typer rich yaml pytest ninja setuptools"
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -40,7 +43,7 @@ print(' '.join(m for m in '$NEEDED_MODULES'.split() if importlib.util.find_spec(
   "$VPY" -m pip install -q --no-deps --no-build-isolation --no-index -e .
 else
   echo "setup: installing $TORCH_PIN (CPU build) and the base packages into $VENV"
-  "$VPY" -m pip install -q "$TORCH_PIN" "${BASE_PKGS[@]}"
+  "$VPY" -m pip install -q "$TORCH_PIN" "${BASE_PKGS[@]}" "${TEST_PKGS[@]}"
   "$VPY" -m pip install -q --no-deps --no-build-isolation -e .
 fi
 # The in-tree qext (ext/qext, built in place by `make setup`) is the dev build on the path;

@@ -16,7 +16,7 @@ from orchestrator.cli.run import choose_backend, default_out, run_one
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.model import Verdict
-from orchestrator.report import verdicts
+from orchestrator.report import markdown, verdicts
 
 GATE_SCHEMA = "csorch.gate/1"
 REPORT = "report.md"
@@ -96,10 +96,6 @@ def stored(path: Path) -> gate.Judged:
 
 def _sections(judged: list[gate.Judged]) -> list[str]:
     """Each experiment's Markdown section, from its bundle."""
-    try:
-        from orchestrator.report import markdown
-    except ImportError:  # pragma: no cover - the Markdown report lands with issue #6
-        return []
     sections = []
     for j in judged:
         if j.bundle and (Path(j.bundle) / bundle.RESULTS).exists():

@@ -19,6 +19,7 @@ from rich.text import Text
 from orchestrator.findings import group
 from orchestrator.judge import Judgement, aggregate
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
+from orchestrator.report.rows import OUTSIDE, short
 
 STYLES = {
     Outcome.PASSED: "green",
@@ -31,12 +32,6 @@ VERDICT_STYLES = {
     Verdict.FAIL: "bold red",
     Verdict.INCONCLUSIVE: "bold yellow",
 }
-OUTSIDE = "(outside a test)"
-
-
-def short(nodeid: str) -> str:
-    """`tests/x/test_a.py::test_b[cpu]` -> `test_b[cpu]`."""
-    return nodeid.rsplit("::", 1)[-1]
 
 
 def _columns(experiment: Experiment, attempts: Sequence[Attempt]) -> list[tuple[str, str]]:

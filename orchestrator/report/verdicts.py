@@ -29,7 +29,7 @@ def gate(result: GateResult) -> RenderableType:
         t.add_row(
             e.name,
             Text(e.verdict.name, style=STYLE[e.verdict]),
-            e.reasons[0] if e.reasons else "",
+            Text(e.reasons[0] if e.reasons else ""),
         )
     lines: list[RenderableType] = [t]
     for c in result.liveness:
@@ -83,7 +83,7 @@ def comparison(c: Comparison) -> RenderableType:
         ids.add_column(col, overflow="fold")
     for i in c.identities:
         ids.add_row(
-            i.variant,
+            Text(i.variant),
             i.role,
             i.kind + ("" if i.built else " [red]not built[/]"),
             _short(i.source_digest),
@@ -100,7 +100,7 @@ def comparison(c: Comparison) -> RenderableType:
         cells = dict(row.outcomes)
         nodes.add_row(
             row.run,
-            row.node.split("::")[-1],
+            Text(row.node.split("::")[-1]),  # Text: "[cuda-64x96]" is not Rich markup
             *[
                 Text(cells.get(v, "-"), style=OUTCOME_STYLE.get(cells.get(v, ""), ""))
                 for v in variants
@@ -112,5 +112,5 @@ def comparison(c: Comparison) -> RenderableType:
     sigs.add_column("signatures (findings)", overflow="fold")
     for s in c.signatures:
         text = "\n".join(f"{label} x{n}" for label, n in s.signatures) or "none"
-        sigs.add_row(f"{s.run} ({s.checker})", s.variant, text)
+        sigs.add_row(f"{s.run} ({s.checker})", s.variant, Text(text))
     return Group(ids, nodes, sigs, *[Text(line) for line in c.statements])

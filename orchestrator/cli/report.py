@@ -1,0 +1,106 @@
+"""`csorch report BUNDLE --format table|markdown|junit|sarif|json`.
+
+Renders a stored bundle; runs and judges nothing (the verdict shown is the one the
+bundle recorded; `csorch gate --from` judges again). Exit 0 when the report was
+written, 2 for a missing or unreadable bundle, an unknown format or an unwritable
+--output: the verdict's exit code belongs to `run` and `gate`, so a CI step that only
+publishes a report does not fail because the fix did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from orchestrator import bundle as bundles
+from orchestrator import report
+from orchestrator.cli import ExitCode, app, fail, out
+from orchestrator.errors import BundleError, CsorchError
+from orchestrator.report import table
+
+FORMATS = ("table", *report.FORMATS)
+
+
+def _table(records: bundles.Records, results: dict) -> RenderableType:
+    """The terminal table of `csorch run`, from the stored records."""
+    backend = results.get("backend", {}).get("name", "")
+    not_run = results.get("not_run", [])
+    if records.judgement is not None:
+        view = table.render(
+            records.experiment,
+            records.builds,
+            records.attempts,
+            records.judgement,
+            backend=backend,
+            not_run=not_run,
+        )
+    else:  # the run stopped before its judgement: show what it has
+        view = Group(
+            table.builds_table(records.builds),
+            table.cases_table(records.experiment, records.builds, records.attempts, backend),
+            table.signatures(records.experiment, records.attempts),
+            Text("verdict: not judged", style="bold yellow"),
+        )
+    if not results.get("complete"):
+        why = "interrupted" if results.get("interrupted") else "it never finished"
+        view = Group(view, Text(f"the bundle is incomplete ({why})", style="yellow"))
+    return view
+
+
+@app.command("report")
+def report_command(
+    bundle: Annotated[
+        Path, typer.Argument(metavar="BUNDLE", help="a results bundle (`csorch run --out`)")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | json")
+    ] = "table",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write the report here, not to stdout")
+    ] = None,
+) -> None:
+    """Render a results bundle as a table, Markdown (a PR's validation section), JUnit
+    XML, SARIF 2.1.0 or its results.json."""
+    if fmt not in FORMATS:
+        raise fail(
+            CsorchError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))
+        )
+    try:
+        results, manifest = bundles.read(bundle)
+        records = bundles.records(results)  # a bundle that cannot be read back fails here
+    except BundleError as exc:
+        raise fail(exc) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        # results.json of the right schema but damaged: the user's input, not a bug
+        raise fail(
+            BundleError(
+                bundle,
+                f"results.json cannot be read back: {exc!r}",
+                hint="re-run the experiment, or restore the bundle from its source",
+            )
+        ) from None
+    if fmt == "table":
+        view = _table(records, results)
+        if output is None:
+            out.print(view)
+            raise typer.Exit(ExitCode.PASS)
+        try:
+            with output.open("w", encoding="utf-8") as f:
+                Console(file=f, width=200, color_system=None).print(view)
+        except OSError as exc:
+            raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+        raise typer.Exit(ExitCode.PASS)
+    text = report.render(fmt, results, manifest)
+    if output is None:
+        # verbatim: Rich would read `[...]` in Markdown as markup and wrap long lines
+        typer.echo(text, nl=False)
+        raise typer.Exit(ExitCode.PASS)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+    raise typer.Exit(ExitCode.PASS)

@@ -1,0 +1,359 @@
+"""The validation section of a PR, in GitHub Markdown, from a bundle's two documents.
+
+It states what a reviewer needs to accept the verdict, in reading order: the verdict
+and its reasons; the backend and why it was chosen, with the host's versions; each
+variant's identity (tree digest, patches, build, binaries, cache hit or built); the
+outcome of every case node per variant x run x device; the findings grouped by
+signature with their counts; the target hits behind the verdict; and what was not run.
+Digests are shortened in tables for width and given in full in a collapsed list, since
+a reviewer re-checks them (`csorch verify`). Pure: documents in, text out.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any
+
+from orchestrator import bundle
+from orchestrator.findings import fingerprint, group, signature
+from orchestrator.judge import Judgement
+from orchestrator.model import Attempt, Checker, Experiment, Outcome, SourceKind, SourceTree
+from orchestrator.report import rows
+
+DASH = "–"
+VERDICT_WORDS = {
+    "pass": "PASS: the fix causally removes the defect",
+    "fail": "FAIL: the fix does not remove the defect",
+    "inconclusive": "INCONCLUSIVE: the evidence cannot support a verdict",
+}
+
+
+def _esc(text: str) -> str:
+    """Safe inside a table cell: a pipe would end the cell, a newline the row."""
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """A code span (kernel names hold `<...>`, which GitHub would take for HTML)."""
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    return f"{fence}{pad}{_esc(text)}{pad}{fence}" if text else DASH
+
+
+def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return lines + [""]
+
+
+def _digest(sha: str) -> str:
+    return _code(sha[:12]) if sha else DASH
+
+
+# --- sections -----------------------------------------------------------------------
+
+
+def _verdict(results: Mapping[str, Any], judgement: Judgement | None) -> list[str]:
+    if judgement is None:
+        return ["**Verdict: not judged** (the run ended before its judgement)", ""]
+    lines = [f"**Verdict: {VERDICT_WORDS[judgement.verdict.value]}**", ""]
+    lines += [f"- {_esc(r)}" for r in judgement.reasons]
+    if judgement.unexpected:
+        lines += ["", "Signatures the fix shows beyond the targets:"]
+        lines += [f"- run `{run}`: {_code(label)}" for run, label in judgement.unexpected]
+    if not results.get("complete", False):
+        lines += ["", "> The bundle is **incomplete**: see *What was not run*."]
+    return lines + [""]
+
+
+def _runs(experiment: Experiment, tools: Mapping[str, Checker]) -> str:
+    parts = []
+    for run in experiment.runs:
+        tool = tools.get(run.name, run.checker)
+        checker = "no checker" if run.checker is Checker.NONE else run.checker.value
+        if tool is not run.checker and tool is not Checker.NONE:
+            checker += f" ({tool.value} ran)"
+        n = experiment.repeats_for(run)
+        parts.append(f"`{run.name}`: {checker}, {n} repeat{'s' * (n != 1)}")
+    return "; ".join(parts)
+
+
+def _setup(
+    results: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    experiment: Experiment,
+    tools: Mapping[str, Checker],
+) -> list[str]:
+    backend = results.get("backend", {})
+    host = manifest.get("host", {})
+    config = manifest.get("config", {})
+    command = list(manifest.get("command", []))
+
+    def value(text: Any) -> str:
+        return _esc(str(text)) if text not in ("", None, [], ()) else "not recorded"
+
+    gpus = host.get("gpus", [])
+    caps = host.get("capabilities", [])
+    gpu_text = ", ".join(f"{g} (sm {caps[i]})" if i < len(caps) else g for i, g in enumerate(gpus))
+    compilers = "; ".join(
+        f"{name}: {host[key]}"
+        for name, key in (("cc", "cc"), ("c++", "cxx"), ("nvcc", "nvcc"))
+        if host.get(key)
+    )
+    sanitizer = host.get("compute_sanitizer", "")
+    torch = value(host.get("torch"))
+    if host.get("torch"):  # an empty torch.version.cuda is a CPU build, not a gap
+        torch += f" (CUDA {_esc(host['torch_cuda'])})" if host.get("torch_cuda") else " (CPU build)"
+    body = [
+        ["backend", f"**{value(backend.get('name'))}**: {value(backend.get('reason'))}"],
+        ["checker", f"{value(backend.get('version'))} ({value(backend.get('path'))})"],
+        ["runs", _runs(experiment, tools)],
+        ["config", f"{_code(config.get('path', ''))} (sha256 {_digest(config.get('sha256', ''))})"],
+        ["command", _code(" ".join(["csorch", *command[1:]])) if command else "not recorded"],
+        [
+            "csorch",
+            f"{value(results.get('csorch'))}, "
+            f"{value(results.get('started'))} to {value(results.get('finished'))}",
+        ],
+        ["python", value(host.get("python"))],
+        ["platform", value(host.get("platform"))],
+        ["torch", torch],
+        ["driver", value(host.get("driver"))],
+        [
+            "compute-sanitizer",
+            f"{_esc(sanitizer)} ({_esc(host.get('compute_sanitizer_path', ''))})"
+            if sanitizer
+            else "not found",
+        ],
+        ["compilers", value(compilers)],
+        ["GPUs", _esc(gpu_text) if gpu_text else "none"],
+    ]
+    return ["### Setup", "", *_table(["", ""], body)]
+
+
+def _source(tree: SourceTree | None, experiment: Experiment, variant: str) -> str:
+    spec = tree.source if tree else experiment.source_for(experiment.variant(variant))
+    where = PurePath(spec.location).name or spec.location
+    if spec.kind is SourceKind.GIT:
+        commit = f" {_code(tree.commit[:12])}" if tree and tree.commit else ""
+        where = f"{where}@{spec.ref}{commit}" + (f"/{spec.subdir}" if spec.subdir else "")
+    return f"{_digest(tree.digest) if tree else 'not materialized'} ({_esc(where)})"
+
+
+def _variants(experiment: Experiment, records: bundle.Records) -> list[str]:
+    trees = {s.variant: s for s in records.sources}
+    builds = {b.variant: b for b in records.builds}
+    body, full = [], []
+    for v in experiment.variants:
+        tree, build = trees.get(v.name), builds.get(v.name)
+        if tree is not None:
+            patches = ", ".join(f"{_code(p.path.name)} {_digest(p.sha256)}" for p in tree.patches)
+        else:
+            patches = ", ".join(_code(p.name) for p in v.patches)
+        if build is None:
+            status = "not built"
+        elif not build.ok:
+            status = f"{build.kind.value}, **failed**: {_esc(rows.failed_builds([build])[v.name])}"
+        else:
+            how = "cache hit" if build.cached else f"built in {build.duration:.1f} s"
+            status = f"{build.kind.value}, {how}, key {_digest(build.cache_key)}"
+        binaries = ", ".join(
+            f"{_code(a.path)} {_digest(a.sha256)}" for a in (build.artifacts if build else ())
+        )
+        body.append(
+            [
+                _code(v.name),
+                rows.role(experiment, v.name) or DASH,
+                _source(tree, experiment, v.name),
+                patches or "none",
+                status,
+                binaries or DASH,
+            ]
+        )
+        if tree is not None:
+            full.append(f"- `{v.name}` source tree: `{tree.digest}`")
+            full += [f"  - patch `{p.path}`: `{p.sha256}`" for p in tree.patches]
+        for a in build.artifacts if build else ():
+            full.append(f"  - binary `{a.path}`: `{a.sha256}` ({a.size} bytes)")
+    header = ["variant", "role", "source tree", "patches (sha256)", "build", "binaries (sha256)"]
+    lines = ["### Variants", "", *_table(header, body)]
+    if full:
+        lines += ["<details><summary>Full sha256 digests</summary>", "", *full, "", "</details>"]
+    return lines + [""]
+
+
+def _cell_text(cell: rows.Cell | None) -> str:
+    if cell is None:
+        return DASH
+    if cell.not_built:
+        return "**not built**"
+    outcome = cell.outcome
+    if outcome is None and cell.node != rows.OUTSIDE:
+        return "inconclusive" if cell.reasons else DASH
+    text = ""
+    if outcome is not None:
+        text = (
+            f"**{outcome.value}**" if outcome in (Outcome.FAILED, Outcome.ERROR) else outcome.value
+        )
+    if cell.sanitized:
+        n = len(cell.findings)
+        count = str(n) if cell.repeats == 1 else f"{n} in {cell.hit_repeats}/{cell.repeats}"
+        text += (" " if text else "") + count
+    return text + (" ?" if cell.reasons else "")
+
+
+def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
+    attempts = records.attempts
+    columns = rows.columns(experiment, attempts)
+    if not columns:
+        return ["### Outcomes", "", "No attempt was recorded.", ""]
+    groups = rows.groups(attempts)
+    broken = rows.failed_builds(records.builds)
+    runs = {r.name: r.checker for r in experiment.runs}
+    header = ["case"] + [f"`{c.variant}` {_esc(c.label(runs[c.run]))}" for c in columns]
+    body, last = [], None
+    for case, node in rows.rows(experiment, attempts):
+        cells = []
+        for c in columns:
+            group = groups.get((case, c.variant, c.run, c.device))
+            cells.append(
+                _cell_text(rows.cell(group, node, broken.get(c.variant, "")) if group else None)
+            )
+        if node == case:  # a command case, or a case that ran no node: its own row
+            body.append([f"**{_esc(case)}**", *cells])
+            continue
+        if case != last:  # the case's name heads its nodes
+            body.append([f"**{_esc(case)}**", *[""] * len(columns)])
+        last = case
+        body.append([_code(rows.short(node)), *cells])
+    legend = (
+        "Each cell: the test's outcome over its repeats; under a checker, the findings "
+        "attributed to the node (`3 in 2/3`: 3 findings, in 2 of 3 repeats). "
+        "`?`: inconclusive evidence (see *What was not run*); `–`: not run there."
+    )
+    return ["### Outcomes per case node", "", legend, "", *_table(header, body)]
+
+
+def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
+    pairs = [
+        (v.name, r)
+        for v in experiment.variants
+        for r in experiment.runs
+        if r.checker is not Checker.NONE
+    ]
+    broken = rows.failed_builds(records.builds)
+    per: dict[tuple[str, str], list[Attempt]] = defaultdict(list)
+    for a in records.attempts:
+        per[(a.variant, a.run)].append(a)
+    pairs = [(v, r) for v, r in pairs if per.get((v, r.name))]
+    signatures: dict[str, tuple[str, tuple[str, ...]]] = {}
+    cells: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for variant, run in pairs:
+        attempts_ = per[(variant, run.name)]
+        seen = [(a.repeat, {fingerprint(signature(f)) for f in a.findings}) for a in attempts_]
+        for sig in group(f for a in attempts_ for f in a.findings):
+            signatures.setdefault(sig.fingerprint, (sig.signature.label(), sig.signature.frames))
+            hits = {repeat for repeat, fps in seen if sig.fingerprint in fps}
+            cells[(sig.fingerprint, variant, run.name)] = (sig.count, len(hits))
+    lines = ["### Findings by signature", ""]
+    if not signatures:
+        return [*lines, "No checker finding in any variant or run.", ""]
+    header = ["signature", "id"] + [f"`{v}` {r.name}" for v, r in pairs]
+    body = []
+    for fp, (label, _) in sorted(signatures.items(), key=lambda i: i[1][0]):
+        counts = []
+        for v, r in pairs:
+            count, hits = cells.get((fp, v, r.name), (0, 0))
+            n = experiment.repeats_for(r)
+            if count:
+                counts.append(f"{count} ({hits}/{n} repeats)")
+            elif v in broken:
+                counts.append("not built")
+            else:  # an absence proves something only where the evidence is conclusive
+                sure = all(a.conclusive for a in per[(v, r.name)])
+                counts.append("0" if sure else "0 ?")
+        body.append([_code(label), _code(fp[:12]), *counts])
+    frames = [
+        f"- {_code(fp[:12])}: " + " ← ".join(_code(f) for f in top)
+        for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0])
+        if top
+    ]
+    note = "Counts are findings (repeats with the signature out of N); ids are fingerprints."
+    return [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
+
+
+def _targets(judgement: Judgement | None) -> list[str]:
+    if judgement is None or not judgement.hits:
+        return []
+    body = [
+        [
+            _code(h.target),
+            _code(h.variant),
+            _code(h.run),
+            f"{h.hits}/{h.repeats}" + (f" ({h.unknown} unknown)" if h.unknown else ""),
+        ]
+        for h in judgement.hits
+    ]
+    return ["### Targets", "", *_table(["target", "variant", "run", "repeats with it"], body)]
+
+
+def _not_run(
+    results: Mapping[str, Any], experiment: Experiment, records: bundle.Records
+) -> list[str]:
+    items: list[str] = []
+    if not results.get("complete", False):
+        why = "was interrupted" if results.get("interrupted") else "did not finish"
+        items.append(f"The run {why}: the bundle is incomplete and covers only what ran.")
+    items += [f"{_esc(n)}" for n in results.get("not_run", [])]
+    for variant, error in rows.failed_builds(records.builds).items():
+        items.append(f"Variant `{variant}` did not build: {_esc(error)}")
+    attempted = {(a.variant, a.run, a.case) for a in records.attempts}
+    missing = [
+        f"`{v.name}` / `{r.name}` / `{c.name}`"
+        for v in experiment.variants
+        for r in experiment.runs
+        for c in experiment.cases
+        if (v.name, r.name, c.name) not in attempted
+    ]
+    if missing:
+        items.append("Never attempted: " + ", ".join(missing))
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for a in records.attempts:
+        if not a.conclusive:
+            where = f"`{a.variant}` / `{a.run}` / `{a.case}`" + (
+                f" gpu{a.device}" if a.device else ""
+            )
+            by_reason[a.inconclusive_reason].append(f"{where} repeat {a.repeat}")
+    for reason, where in by_reason.items():
+        items.append(f"Inconclusive ({_esc(reason)}): " + ", ".join(where))
+    skipped: dict[str, None] = {}
+    for a in records.attempts:
+        for n in a.nodes:
+            if n.outcome is Outcome.SKIPPED:
+                skipped[f"`{a.variant}` / `{a.run}`: {_code(n.nodeid)}"] = None
+    if skipped:
+        items.append("Skipped by the tests themselves: " + ", ".join(skipped))
+    if not items:
+        items.append("Nothing: every planned attempt ran and its evidence is conclusive.")
+    return ["### What was not run", "", *[f"- {i}" for i in items], ""]
+
+
+def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
+    """The Markdown validation section of a bundle (`bundle.read`'s two documents)."""
+    records = bundle.records(results)
+    experiment = records.experiment
+    tools = {a.run: a.checker for a in records.attempts}
+    verdict = results.get("verdict") or "not judged"
+    lines = [f"## Validation: `{experiment.name}`: {verdict.upper()}", ""]
+    if experiment.description:
+        lines += [f"> {_esc(experiment.description)}", ""]
+    lines += _verdict(results, records.judgement)
+    lines += _setup(results, manifest, experiment, tools)
+    lines += _variants(experiment, records)
+    lines += _outcomes(experiment, records)
+    lines += _findings(experiment, records)
+    lines += _targets(records.judgement)
+    lines += _not_run(results, experiment, records)
+    return "\n".join(lines).rstrip("\n") + "\n"

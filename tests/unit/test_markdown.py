@@ -1,0 +1,141 @@
+"""report.markdown: the PR validation section of real ASan bundles of the C program."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from orchestrator import bundle
+from orchestrator.report import markdown
+
+NODES = ("tests/t.py::test_a[cpu]", "tests/t.py::test_b[cpu]")
+
+
+def render(path: Path) -> str:
+    return markdown.render(*bundle.read(path))
+
+
+def edited(src: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of a (read-only) session bundle with its results.json changed by `edit`."""
+    dest = tmp_path / src.name
+    shutil.copytree(src, dest)
+    results = json.loads((dest / bundle.RESULTS).read_text())
+    edit(results)
+    (dest / bundle.RESULTS).write_text(json.dumps(results, indent=1))
+    return dest
+
+
+def as_pytest_nodes(results: dict[str, Any]) -> None:
+    """Case `sum` as a pytest case of two nodes: test_b fails, findings go to test_a."""
+    for a in results["attempts"]:
+        if a["nodes"]:
+            a["nodes"] = [
+                {"nodeid": NODES[0], "outcome": "passed", "detail": ""},
+                {"nodeid": NODES[1], "outcome": "failed", "detail": "AssertionError"},
+            ]
+        for f in (a["parse"] or {}).get("findings", []):
+            f["case"] = NODES[0]
+
+
+def table_rows(text: str, header_start: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    out = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        out.append(line)
+    return out
+
+
+def cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+
+
+def test_pass_bundle_holds_the_verdict_identities_and_table(cprog_bundles) -> None:
+    text = render(cprog_bundles["pass"])
+    results, manifest = bundle.read(cprog_bundles["pass"])
+    assert text.startswith("## Validation: `c-oob`: PASS")
+    assert "**Verdict: PASS: the fix causally removes the defect**" in text
+    assert "- fixed removes every target (1)" in text
+    assert "| backend | **asan**: asked for with --backend asan |" in text
+    assert f"| torch | {manifest['host']['torch']}" in text
+    for source in results["sources"]:  # tree digests in short and in full
+        assert f"`{source['digest'][:12]}`" in text and f"`{source['digest']}`" in text
+        for patch in source["patches"]:
+            assert f"`{patch['sha256']}`" in text
+    for build in results["builds"]:
+        for artifact in build["artifacts"]:
+            assert f"`{artifact['sha256']}`" in text
+    rows = table_rows(text, "| case |")
+    assert cells(rows[0]) == [
+        "case",
+        "`fixed` plain",
+        "`fixed` memcheck (asan)",
+        "`control` plain",
+        "`control` memcheck (asan)",
+    ]
+    assert cells(rows[2]) == ["**sum**", "passed", "passed 0", "passed", "passed 1"]
+    signature = "| `asan heap-buffer-overflow read size 4 in sum` | `c9c53e2d1ae7` |"
+    assert f"{signature} 0 | 1 (1/1 repeats) |" in text
+    assert "- Nothing: every planned attempt ran and its evidence is conclusive." in text
+
+
+def test_every_table_row_has_as_many_cells_as_its_header(cprog_bundles) -> None:
+    for path in cprog_bundles.values():
+        lines = render(path).splitlines()
+        width = None
+        for line in lines:
+            if not line.startswith("|"):
+                width = None
+                continue
+            n = len(cells(line))
+            width = width or n
+            assert n == width, line
+
+
+def test_fail_bundle_states_why(cprog_bundles) -> None:
+    text = render(cprog_bundles["fail"])
+    assert "**Verdict: FAIL: the fix does not remove the defect**" in text
+    assert "fix fixed still shows [checker=asan kind=heap-buffer-overflow" in text
+    assert "| **sum** | passed | passed 1 | passed | passed 1 |" in text
+    assert "| 1 (1/1 repeats) | 1 (1/1 repeats) |" in text
+
+
+def test_inconclusive_bundle_says_what_was_not_run(cprog_bundles) -> None:
+    text = render(cprog_bundles["inconclusive"])
+    assert "**Verdict: INCONCLUSIVE" in text
+    assert "| **sum** | **not built** | **not built** | passed | passed 1 |" in text
+    not_run = text.split("### What was not run", 1)[1]
+    assert "Variant `fixed` did not build: patch" in not_run and "stale.patch" in not_run
+    inconclusive = "Inconclusive (variant fixed did not build): `fixed` / `plain` / `sum` repeat 0"
+    assert inconclusive in not_run
+    # the variant that never got a tree still shows the patch it was given
+    assert "| `fixed` | fix | not materialized (cprog) | `stale.patch` |" in text
+
+
+def test_an_interrupted_bundle_says_so_and_lists_the_gaps(cprog_bundles, tmp_path) -> None:
+    def interrupt(results: dict[str, Any]) -> None:
+        results.update(complete=False, interrupted=True, verdict=None, judgement=None)
+        results["attempts"] = [a for a in results["attempts"] if a["variant"] == "control"]
+
+    text = render(edited(cprog_bundles["pass"], tmp_path, interrupt))
+    assert text.startswith("## Validation: `c-oob`: NOT JUDGED")
+    assert "**Verdict: not judged**" in text
+    not_run = text.split("### What was not run", 1)[1]
+    assert "The run was interrupted: the bundle is incomplete" in not_run
+    assert "Never attempted: `fixed` / `plain` / `sum`, `fixed` / `memcheck` / `sum`" in not_run
+
+
+def test_pytest_nodes_get_rows_of_their_own(cprog_bundles, tmp_path) -> None:
+    text = render(edited(cprog_bundles["pass"], tmp_path, as_pytest_nodes))
+    rows = [cells(r) for r in table_rows(text, "| case |")[2:]]
+    assert rows == [
+        ["**sum**", "", "", "", ""],
+        ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 1"],
+        ["`test_b[cpu]`", "**failed**", "**failed** 0", "**failed**", "**failed** 0"],
+    ]
