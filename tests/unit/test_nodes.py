@@ -3,6 +3,8 @@ an import shadowing error, and a fixture error."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from orchestrator import case_markers, nodes
 from orchestrator.model import Outcome
 
@@ -115,3 +117,16 @@ def test_unrun_counts_what_a_fresh_process_would_still_have_to_run() -> None:
     )
     assert lost.context_lost == A and lost.unrun == 2
     assert nodes.read(log(begin(A))).unrun is None  # no collection marker: unknown
+
+
+def test_a_real_memcheck_log_where_the_context_died_in_the_last_case() -> None:
+    # H200, csorch's ninth process of the RNG control's memcheck attempt (trimmed)
+    log = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures/compute-sanitizer/h200-csorch/rebuilt-memcheck-160x48-context-lost.log"
+    )
+    r = nodes.read(log.read_text().splitlines())
+    node = "tests/regression/test_rng_ownership.py::test_seed_sensitivity[cuda-160x48]"
+    assert r.collected == 1 and r.began == (node,) and r.context_lost == node
+    assert r.nodes[0].outcome is Outcome.ERROR and "unspecified launch failure" in r.nodes[0].detail
+    assert r.session_status is None and not r.finished and r.unrun == 0
