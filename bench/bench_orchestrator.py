@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from orchestrator import build, execute, host  # noqa: E402
 from orchestrator.backends import Asan, ComputeSanitizer, choose, serves  # noqa: E402
 from orchestrator.cache import Cache  # noqa: E402
-from orchestrator.config import load_experiment  # noqa: E402
+from orchestrator.config import load_experiment, only_cases  # noqa: E402
 from orchestrator.model import CaseKind  # noqa: E402
 from orchestrator.plan import Job  # noqa: E402
 from orchestrator.sources import Workspace  # noqa: E402
@@ -55,6 +55,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8))
     p.add_argument("--work", type=Path, help="scratch directory (default: a temporary one)")
     p.add_argument("--skip-baseline", action="store_true", help="leave out the slow baseline")
+    p.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        help="bench only this config case (repeatable; default: all): a smaller matrix",
+    )
     p.add_argument("--json", type=Path, default=ROOT / "results" / "bench-orchestrator.json")
     return p.parse_args(argv)
 
@@ -75,6 +81,7 @@ def csorch(args: argparse.Namespace, backend: str, out: Path, cache: Path) -> di
         str(cache),
         "--jobs",
         str(args.jobs),
+        *[a for c in args.case for a in ("--case", c)],
     ]
     start = time.monotonic()
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
@@ -121,7 +128,7 @@ def baseline(
     nodes: dict[str, list[str]],
 ) -> dict:
     """Serial uncached builds, then one checker process per test node, serially."""
-    experiment = load_experiment(args.config)
+    experiment = only_cases(load_experiment(args.config), args.case)
     asan = backend == "asan"
     checker = (
         Asan(facts.asan_runtime or None)

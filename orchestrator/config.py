@@ -68,9 +68,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.backends.compute_sanitizer import RESERVED_OPTIONS
+from orchestrator.errors import ConfigError
 from orchestrator.model import (
     RUN_CHECKERS,
     BuildKind,
@@ -113,6 +115,26 @@ def load_experiment(path: Path | str) -> Experiment:
     """Read and validate an experiment config; raises ConfigError."""
     path = Path(path).resolve()
     return _Reader(path).experiment(load(path))
+
+
+def only_cases(experiment: Experiment, names: Sequence[str]) -> Experiment:
+    """The experiment restricted to the named cases (all of them when `names` is empty);
+    ConfigError for a name the config does not have."""
+    if not names:
+        return experiment
+    known = [c.name for c in experiment.cases]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(
+            experiment.config or experiment.name,
+            None,
+            "cases",
+            f"no case named {unknown[0]!r}",
+            hint="cases: " + ", ".join(known),
+        )
+    return dataclasses.replace(
+        experiment, cases=tuple(c for c in experiment.cases if c.name in names)
+    )
 
 
 def _choice(view: View, enum: type, allowed: tuple) -> object:

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from orchestrator import backends, cache, host, workflow
 from orchestrator.cli import VERDICT_EXIT, ExitCode, app, err, fail, out
-from orchestrator.config import load_experiment
+from orchestrator.config import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.plan import Fanout, Job, parse_devices
@@ -145,6 +145,9 @@ def run_command(
     ] = None,
     cache_dir: Annotated[Path, typer.Option(help="the build cache")] = cache.DEFAULT_DIR,
     keep_work: Annotated[bool, typer.Option(help="keep the scratch trees")] = False,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="run only this config case (repeatable)")
+    ] = None,
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality."""
     if backend not in backends.CHOICES:
@@ -154,7 +157,7 @@ def run_command(
             )
         )
     try:
-        experiment = load_experiment(config)
+        experiment = only_cases(load_experiment(config), case or [])
         device_list = parse_devices(devices) if devices else ()
         choice, facts = choose_backend(backend)
     except ValueError as exc:

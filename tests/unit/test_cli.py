@@ -114,3 +114,17 @@ def test_run_will_not_mix_into_an_old_bundle(tmp_path: Path) -> None:
         cli.app, ["run", str(_config(tmp_path)), "--backend", "asan", "--out", str(old)]
     )
     assert result.exit_code == cli.ExitCode.USAGE and "is not empty" in result.output
+
+
+def test_run_only_some_cases(tmp_path: Path) -> None:
+    config = ROOT / "tests" / "fixtures" / "e2e" / "c-oob.yaml"
+    bad = runner.invoke(cli.app, ["run", str(config), "--backend", "asan", "--case", "nope"])
+    assert bad.exit_code == cli.ExitCode.USAGE
+    assert "no case named 'nope'" in bad.output and "cases: sum" in bad.output
+    out = tmp_path / "out"
+    good = runner.invoke(
+        cli.app,
+        ["run", str(config), "--backend", "asan", "--case", "sum", "--out", str(out),
+         "--cache-dir", str(tmp_path / "cache")],
+    )
+    assert good.exit_code == cli.ExitCode.PASS, good.output
