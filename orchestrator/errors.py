@@ -123,3 +123,8 @@ class BundleError(CsorchError):
         self.path = Path(path)
         self.problem = problem
         super().__init__(f"bundle {self.path}: {problem}", hint=hint)
+
+
+class BisectError(CsorchError):
+    """A bisection cannot give an answer: an end that does not re-check as the search
+    assumes, marks that contradict each other, or a range that is not a range."""
