@@ -40,11 +40,23 @@ RESULTS_SCHEMA = "csorch.results/1"
 MANIFEST_SCHEMA = "csorch.manifest/1"
 
 
+def _read_umask() -> int:
+    # the only way to read it is to set it; done once, before any worker thread exists
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Replace `path` with `text` in one rename."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     replaced = False
     try:
+        # mkstemp creates 0600; a bundle is shared (CI artifacts): the usual umask applies
+        os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

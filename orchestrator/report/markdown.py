@@ -328,13 +328,22 @@ def _not_run(
             by_reason[a.inconclusive_reason].append(f"{where} repeat {a.repeat}")
     for reason, where in by_reason.items():
         items.append(f"Inconclusive ({_esc(reason)}): " + ", ".join(where))
-    skipped: dict[str, None] = {}
+    # one line per node (a skip is usually the same in every variant): where, then why
+    skipped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for a in records.attempts:
         for n in a.nodes:
             if n.outcome is Outcome.SKIPPED:
-                skipped[f"`{a.variant}` / `{a.run}`: {_code(n.nodeid)}"] = None
+                where = f"{a.variant}/{a.run}"
+                if where not in skipped[(n.nodeid, n.detail)]:
+                    skipped[(n.nodeid, n.detail)].append(where)
     if skipped:
-        items.append("Skipped by the tests themselves: " + ", ".join(skipped))
+        lines = [
+            f"  - {_code(node)} in {', '.join(where)}" + (f": {_esc(why)}" if why else "")
+            for (node, why), where in skipped.items()
+        ]
+        items.append(
+            f"Skipped by the tests themselves ({len(skipped)} node(s)):\n" + "\n".join(lines)
+        )
     if not items:
         items.append("Nothing: every planned attempt ran and its evidence is conclusive.")
     return ["### What was not run", "", *[f"- {i}" for i in items], ""]

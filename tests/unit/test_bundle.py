@@ -199,3 +199,15 @@ def test_records_come_back_from_a_bundle(tmp_path: Path) -> None:
     back = bundle.records(results)
     assert back.experiment == snap.experiment and back.attempts == (attempt,)
     assert back.builds == tuple(snap.builds) and back.judgement == snap.judgement
+
+
+def test_bundle_files_are_readable_by_others_under_the_usual_umask(tmp_path: Path) -> None:
+    import stat
+
+    from orchestrator.bundle import atomic_write
+
+    path = tmp_path / "results.json"
+    atomic_write(path, "{}")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    assert mode == 0o666 & ~bundle._UMASK
+    assert mode & 0o044 == 0o044 or bundle._UMASK & 0o044  # 0600 only if the umask says so
