@@ -22,6 +22,16 @@ CPROG_CONFIGS = {
 }
 
 
+def csorch_run(config: Path, out: Path, cache: Path, *, cwd: Path) -> subprocess.CompletedProcess:
+    """`csorch run CONFIG --backend asan` in a child process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", str(config), "--backend", "asan",
+         "--out", str(out), "--cache-dir", str(cache)],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )  # fmt: skip
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--qext-device",
@@ -41,26 +51,7 @@ def cprog_bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     bundles = {}
     for verdict, config in CPROG_CONFIGS.items():
         out = tmp / verdict
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "orchestrator",
-                "run",
-                str(config),
-                "--backend",
-                "asan",
-                "--out",
-                str(out),
-                "--cache-dir",
-                str(tmp / "cache"),
-            ],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
-        )
+        done = csorch_run(config, out, tmp / "cache", cwd=tmp)
         expected = {"pass": 0, "fail": 1, "inconclusive": 3}[verdict]
         assert done.returncode == expected, done.stdout[-3000:] + done.stderr[-3000:]
         bundles[verdict] = out

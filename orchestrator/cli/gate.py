@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import backends, bundle, cache, compare, gate, judge, verify, workflow
+from orchestrator import backends, bundle, cache, compare, gate, host, judge, verify, workflow
 from orchestrator.bundle import atomic_write
 from orchestrator.cli import VERDICT_EXIT, ExitCode, app, err, fail, out
 from orchestrator.cli.run import choose_backend, default_out, run_one
@@ -45,6 +45,34 @@ def _new_dir(path: Path) -> None:
     if path.is_dir() and any(path.iterdir()):
         # a bundle's manifest hashes every log in it: old files would pass as evidence
         raise fail(CsorchError(f"--out {path} is not empty", hint="give a new directory"))
+
+
+def _start(backend: str, out_dir: Path) -> tuple[backends.Choice, host.Host]:
+    """The backend to run with (announced), for results going to a new `out_dir`."""
+    try:
+        choice, facts = choose_backend(backend)
+    except CsorchError as exc:
+        raise fail(exc) from None
+    _new_dir(out_dir)
+    out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
+    return choice, facts
+
+
+def _options(
+    choice: backends.Choice,
+    out_dir: Path,
+    cache_dir: Path,
+    jobs: int | None,
+    repeat: int | None = None,
+) -> workflow.Options:
+    return workflow.Options(
+        backend=choice.backend,
+        reason=choice.reason,
+        out=out_dir,
+        cache=cache_dir,
+        jobs=jobs or min(os.cpu_count() or 1, 8),
+        repeat=repeat,
+    )
 
 
 def _bundles(paths: list[Path]) -> list[Path]:
@@ -150,22 +178,10 @@ def gate_command(
         seen = {j.experiment.name for j in judged}
         missing = [e.name for e in experiments if e.name not in seen] if not broken else []
     else:
-        try:
-            choice, facts = choose_backend(backend)
-        except CsorchError as exc:
-            raise fail(exc) from None
         out_dir = out_dir or default_out(policy.name)
-        _new_dir(out_dir)
-        out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
+        choice, facts = _start(backend, out_dir)
         for experiment in experiments:
-            options = workflow.Options(
-                backend=choice.backend,
-                reason=choice.reason,
-                out=out_dir / experiment.name,
-                cache=cache_dir,
-                jobs=jobs or min(os.cpu_count() or 1, 8),
-                repeat=repeat,
-            )
+            options = _options(choice, out_dir / experiment.name, cache_dir, jobs, repeat)
             result = run_one(experiment, options, facts)
             judged.append(
                 gate.Judged(experiment, result.attempts, result.judgement, str(result.bundle))
@@ -210,20 +226,9 @@ def compare_command(
         sources, builds, attempts = records.sources, records.builds, records.attempts
         experiment = records.experiment
     else:
-        try:
-            choice, facts = choose_backend(backend)
-        except CsorchError as exc:
-            raise fail(exc) from None
         target = out_dir or default_out(experiment.name)
-        _new_dir(target)
-        out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
-        options = workflow.Options(
-            backend=choice.backend,
-            reason=choice.reason,
-            out=target,
-            cache=cache_dir,
-            jobs=jobs or min(os.cpu_count() or 1, 8),
-        )
+        choice, facts = _start(backend, target)
+        options = _options(choice, target, cache_dir, jobs)
         result = run_one(experiment, options, facts)
         sources, builds, attempts = result.sources, result.builds, result.attempts
     c = compare.compare(experiment, sources, builds, attempts)

@@ -5,12 +5,10 @@ to make the controls disagree or the fix fall short."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import csorch_run
 from typer.testing import CliRunner
 
 from orchestrator import bundle, cli
@@ -24,26 +22,7 @@ CONFIG = ROOT / "tests" / "fixtures" / "e2e" / "c-oob-pinned.yaml"
 @pytest.fixture(scope="module")
 def pinned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("pinned")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator",
-            "run",
-            str(CONFIG),
-            "--backend",
-            "asan",
-            "--out",
-            str(tmp / "out"),
-            "--cache-dir",
-            str(tmp / "cache"),
-        ],
-        cwd=tmp,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    done = csorch_run(CONFIG, tmp / "out", tmp / "cache", cwd=tmp)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return tmp / "out"
 
