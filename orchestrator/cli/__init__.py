@@ -18,7 +18,7 @@ import sys
 import typer
 from rich.console import Console
 
-from orchestrator import __version__
+from orchestrator import __version__, backends, host
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
 
@@ -71,6 +71,33 @@ def version_command() -> None:
     """Print csorch's version and the Python running it."""
     out.print(f"csorch {__version__}", highlight=False)
     out.print(f"python {platform.python_version()} ({sys.executable})", highlight=False)
+
+
+def check_backend(name: str) -> None:
+    """CsorchError unless `name` is a backend --backend accepts (checked before any work)."""
+    if name not in backends.CHOICES:
+        raise CsorchError(
+            f"unknown backend {name!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
+        )
+
+
+def choose_backend(requested: str) -> tuple[backends.Choice, host.Host]:
+    """The backend to run with and the host's facts; CsorchError for an unknown name or a
+    checker asked for by name that is missing."""
+    check_backend(requested)
+    checkers = host.probe_checkers()
+    facts = host.probe(sys.executable, checkers)
+    choice = backends.choose(
+        requested, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]
+    )
+    return choice, facts
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: a CI job is cancelled with SIGTERM; treat it as Ctrl-C, so the
+    children are stopped and the bundle or state is left valid (they run in their own
+    sessions and would otherwise be orphaned)."""
+    raise KeyboardInterrupt
 
 
 VERDICT_EXIT = {

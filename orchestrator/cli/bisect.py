@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,9 +27,9 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperCommand
 
-from orchestrator import backends, bisector, cache, history, host, probe, workflow
+from orchestrator import bisector, cache, history, host, probe, workflow
 from orchestrator.bisect import Commit, Mark, Status, status
-from orchestrator.cli import ExitCode, app, err, fail, out
+from orchestrator.cli import ExitCode, app, choose_backend, err, fail, interrupt, out
 from orchestrator.config import load_experiment
 from orchestrator.errors import BisectError, CsorchError
 from orchestrator.model import Build, SourceKind, SourceSpec, TargetPattern
@@ -59,23 +58,6 @@ class _GitProtocol(TyperCommand):
             if getattr(exc, "exit_code", None) == ExitCode.USAGE:
                 exc.exit_code = ProbeExit.ABORT  # type: ignore[attr-defined]
             raise
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _choose(requested: str) -> tuple[backends.Choice, host.Host]:
-    if requested not in backends.CHOICES:
-        raise CsorchError(
-            f"unknown backend {requested!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
-        )
-    checkers = host.probe_checkers()
-    facts = host.probe(sys.executable, checkers)
-    choice = backends.choose(
-        requested, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]
-    )
-    return choice, facts
 
 
 def _stamp() -> str:
@@ -209,7 +191,7 @@ def _prepare(
 ) -> tuple[Path, bisector.State, probe.Subject, host.Host]:
     """Everything a bisection needs before its first probe; CsorchError on bad input."""
     experiment = load_experiment(asked.config)
-    choice, facts = _choose(asked.backend)
+    choice, facts = choose_backend(asked.backend)
     subj = probe.subject(experiment, asked.variant, choice.backend)
     repo, sub = probe.locate(experiment, subj.variant, asked.repo, asked.subdir)
     good, bad = history.resolve(repo, asked.good), history.resolve(repo, asked.bad)
@@ -291,7 +273,7 @@ def bisect_command(
         f"backend: [bold]{state.search.backend}[/] ({state.settings.reason})", highlight=False
     )
     out.print(f"state: {out_path / bisector.STATE}", highlight=False)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:
@@ -361,7 +343,7 @@ def probe_command(
     N repeats), 125 skip (untestable), 128 csorch cannot judge (stops git bisect)."""
     try:
         experiment = load_experiment(config)
-        choice, facts = _choose(backend)
+        choice, facts = choose_backend(backend)
         subj = probe.subject(experiment, variant, choice.backend)
         label, spec = _probe_spec(subj, repo, ref, subdir)
     except CsorchError as exc:
@@ -376,7 +358,7 @@ def probe_command(
         jobs=jobs or min(os.cpu_count() or 1, 8),
         repeat=repeat,
     )
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         evaluation = probe.evaluate(subj, spec, options, facts)
     except KeyboardInterrupt:

@@ -11,8 +11,17 @@ import typer
 
 from orchestrator import backends, bundle, cache, compare, gate, host, judge, verify, workflow
 from orchestrator.bundle import atomic_write
-from orchestrator.cli import VERDICT_EXIT, ExitCode, app, err, fail, out
-from orchestrator.cli.run import choose_backend, default_out, run_one
+from orchestrator.cli import (
+    VERDICT_EXIT,
+    ExitCode,
+    app,
+    check_backend,
+    choose_backend,
+    err,
+    fail,
+    out,
+)
+from orchestrator.cli.run import default_out, run_one
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.model import Verdict
@@ -33,12 +42,10 @@ CacheDir = Annotated[Path, typer.Option(help="the build cache")]
 
 
 def _check_backend(name: str) -> None:
-    if name not in backends.CHOICES:
-        raise fail(
-            CsorchError(
-                f"unknown backend {name!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
-            )
-        )
+    try:
+        check_backend(name)
+    except CsorchError as exc:
+        raise fail(exc) from None
 
 
 def _new_dir(path: Path) -> None:

@@ -101,8 +101,10 @@ def _gpus(facts: host.Host) -> str:
         return f"no GPU seen: torch is not importable from {sys.executable}, and csorch asks torch"
     hidden = dict(facts.env).get("CUDA_VISIBLE_DEVICES")
     why = (
-        f"CUDA_VISIBLE_DEVICES={hidden!r}" if hidden is not None
-        else "a CPU-only torch build" if not facts.torch_cuda
+        f"CUDA_VISIBLE_DEVICES={hidden!r}"
+        if hidden is not None
+        else "a CPU-only torch build"
+        if not facts.torch_cuda
         else "torch sees no CUDA device"
     )
     return f"no GPU visible ({why})"

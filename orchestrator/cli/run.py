@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -13,8 +12,18 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import backends, cache, host, workflow
-from orchestrator.cli import VERDICT_EXIT, ExitCode, app, err, fail, out
+from orchestrator import cache, host, workflow
+from orchestrator.cli import (
+    VERDICT_EXIT,
+    ExitCode,
+    app,
+    check_backend,
+    choose_backend,
+    err,
+    fail,
+    interrupt,
+    out,
+)
 from orchestrator.config import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, Experiment
@@ -49,19 +58,6 @@ class _Progress(workflow.Events):
         self.progress.advance(self.runs)
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def choose_backend(requested: str) -> tuple[backends.Choice, host.Host]:
-    checkers = host.probe_checkers()
-    facts = host.probe(sys.executable, checkers)
-    choice = backends.choose(
-        requested, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]
-    )
-    return choice, facts
-
-
 def default_out(name: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     path = Path("results") / f"{name}-{stamp}"
@@ -84,9 +80,7 @@ def run_one(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    # a CI job is cancelled with SIGTERM: stop the children and keep the bundle valid,
-    # as for Ctrl-C (the children run in their own sessions and would be orphaned)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         with Progress(*columns, console=err, transient=True) as progress:
             result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
@@ -150,13 +144,8 @@ def run_command(
     ] = None,
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality."""
-    if backend not in backends.CHOICES:
-        raise fail(
-            CsorchError(
-                f"unknown backend {backend!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
-            )
-        )
     try:
+        check_backend(backend)
         experiment = only_cases(load_experiment(config), case or [])
         device_list = parse_devices(devices) if devices else ()
         choice, facts = choose_backend(backend)
