@@ -67,18 +67,11 @@ def commit(repo: Path, subject: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("out", type=Path)
-    p.add_argument("--commits", type=int, default=20)
-    p.add_argument("--defect-at", type=int, default=13)
-    p.add_argument("--unbuildable-at", type=int, default=7)
-    args = p.parse_args(argv)
-    if not 0 < args.unbuildable_at < args.defect_at - 1 < args.commits - 2:
-        p.error("need 0 < --unbuildable-at < --defect-at - 1 < --commits - 2")
-    repo = args.out / "repo"
-    if repo.exists():
-        p.error(f"{repo} exists")
+def make_history(repo: Path, commits: int, defect_at: int, unbuildable_at: int) -> list[str]:
+    """Create the repository at `repo` (see the module's docstring); its commits' shas,
+    oldest first. tests/e2e/test_bisect_asan.py bisects one made by this."""
+    if not 0 < unbuildable_at < defect_at - 1 < commits - 2:
+        raise ValueError("need 0 < unbuildable_at < defect_at - 1 < commits - 2")
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "csorch@example.invalid")
@@ -88,21 +81,49 @@ def main(argv: list[str] | None = None) -> int:
     shas = [commit(repo, "import qext")]
     tensor = repo / "ext" / "csrc" / "common" / "tensor.cpp"
     clean = tensor.read_text()
-    for i in range(1, args.commits):
-        if i == args.unbuildable_at:
+    for i in range(1, commits):
+        if i == unbuildable_at:
             tensor.write_text(clean + "\nthis is not C++\n")
             shas.append(commit(repo, "tensor: a half-finished edit (does not compile)"))
-        elif i == args.unbuildable_at + 1:
+        elif i == unbuildable_at + 1:
             tensor.write_text(clean)
             shas.append(commit(repo, "tensor: finish the edit"))
-        elif i == args.defect_at:
-            with open(PATCH) as f:
-                subprocess.run(["patch", "-s", "-p1", "-d", "ext"], cwd=repo, stdin=f, check=True)
+        elif i == defect_at:
+            patch(repo)
             shas.append(commit(repo, "nvfp4: scope the RNG state owners to their branch"))
         else:
-            with open(repo / "NOTES", "a") as f:
-                f.write(f"commit {i}\n")
-            shas.append(commit(repo, f"notes: commit {i}"))
+            shas.append(note(repo, f"commit {i}"))
+    return shas
+
+
+def patch(repo: Path, *, reverse: bool = False) -> None:
+    """Apply (or take back) the RNG owner-scope control in the repository's ext/."""
+    argv = ["patch", "-s", "-p1", "-d", "ext"] + (["-R"] if reverse else [])
+    with open(PATCH) as f:
+        subprocess.run(argv, cwd=repo, stdin=f, check=True)
+
+
+def note(repo: Path, text: str) -> str:
+    """A commit outside ext/: its subject tree, and so its build, is its parent's."""
+    with open(repo / "NOTES", "a") as f:
+        f.write(text + "\n")
+    return commit(repo, f"notes: {text}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("--commits", type=int, default=20)
+    p.add_argument("--defect-at", type=int, default=13)
+    p.add_argument("--unbuildable-at", type=int, default=7)
+    args = p.parse_args(argv)
+    repo = args.out / "repo"
+    if repo.exists():
+        p.error(f"{repo} exists")
+    try:
+        shas = make_history(repo, args.commits, args.defect_at, args.unbuildable_at)
+    except ValueError as exc:
+        p.error(str(exc).replace("_", "-"))
     config = args.out / "bisect.yaml"
     config.write_text(CONFIG.format(patch=PATCH, tests=ROOT / "tests" / "regression"))
     print(f"{len(shas)} commits in {repo}; the defect at commit {args.defect_at} "

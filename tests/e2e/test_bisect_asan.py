@@ -28,8 +28,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import synthetic_history  # noqa: E402  (tools/ is scripts, not a package)
+
 E2E = ROOT / "tests" / "fixtures" / "e2e"
-PATCH = ROOT / "controls" / "rng-owner-scope.patch"
+PATCH = synthetic_history.PATCH
 TARGET = "kind=heap-use-after-free"
 
 pytestmark = [
@@ -135,48 +138,19 @@ expect:
 """
 
 
-def _copy_ext(dest: Path) -> None:
-    shutil.copytree(
-        ROOT / "ext",
-        dest,
-        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.o", "build", "dist", "*.egg-info"),
-    )
-
-
-def _patch(repo: Path, *, reverse: bool = False) -> None:
-    argv = ["patch", "-s", "-p1", "-d", "ext"] + (["-R"] if reverse else [])
-    with open(PATCH) as f:
-        subprocess.run(argv, cwd=repo, stdin=f, check=True)
-
-
 @pytest.fixture(scope="module")
 def qext_repo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """main: c0..c9, c4 unbuildable (fixed in c5), the defect from c6 on.
     fixed: c9, then d1..d5 with the defect fixed at d3."""
     tmp = tmp_path_factory.mktemp("bisect-qext")
     repo = tmp / "repo"
-    init(repo)
-    _copy_ext(repo / "ext")
-    c = [commit(repo, "import qext")]
-    tensor = repo / "ext" / "csrc" / "common" / "tensor.cpp"
-    clean = tensor.read_text()
-    for i in range(1, 10):
-        if i == 4:
-            tensor.write_text(clean + "\nthis is not C++\n")
-            c.append(commit(repo, "tensor: a half-finished edit (does not compile)"))
-        elif i == 5:
-            tensor.write_text(clean)
-            c.append(commit(repo, "tensor: finish the edit"))
-        elif i == 6:
-            _patch(repo)
-            c.append(commit(repo, "nvfp4: scope the RNG state owners to their branch"))
-        else:
-            c.append(note(repo, f"c{i}"))
+    # the tool that made the H200's bisection history, at a size CI can afford
+    c = synthetic_history.make_history(repo, commits=10, defect_at=6, unbuildable_at=4)
     git(repo, "checkout", "-q", "-b", "fixed")
     d = [c[9]]
     for i in range(1, 6):
         if i == 3:
-            _patch(repo, reverse=True)
+            synthetic_history.patch(repo, reverse=True)
             d.append(commit(repo, "nvfp4: keep the RNG state owners alive until dispatch"))
         else:
             d.append(note(repo, f"d{i}"))
