@@ -68,23 +68,15 @@ class Comparison(Record):
 def _identities(
     experiment: Experiment, sources: Sequence[SourceTree], builds: Sequence[Build]
 ) -> tuple[Identity, ...]:
-    expect = experiment.expect
     by_source = {s.variant: s for s in sources}
     by_build = {b.variant: b for b in builds}
     out = []
     for v in experiment.variants:
-        role = (
-            "control"
-            if expect and v.name in expect.controls
-            else "fix"
-            if expect and v.name == expect.fix
-            else ""
-        )
         s, b = by_source.get(v.name), by_build.get(v.name)
         out.append(
             Identity(
                 v.name,
-                role,
+                experiment.role(v.name),
                 v.build.kind.value,
                 bool(b and b.ok),
                 s.digest if s else "",
@@ -126,6 +118,7 @@ def compare(
     fix = expect.fix if expect else ""
     variants = [v.name for v in experiment.variants]
     items, nodes, sigs, tools = _evidence(experiment, attempts)
+    identities = _identities(experiment, sources, builds)
     rows = []
     for run in experiment.runs:
         names = sorted({node for (r, node, _) in nodes if r == run.name})
@@ -175,9 +168,7 @@ def compare(
     agree = len(controls) >= 1 and not disagreements
     statements = []
     if len(controls) > 1:
-        digests = {
-            i.source_digest for i in _identities(experiment, sources, builds) if i.role == "control"
-        }
+        digests = {i.source_digest for i in identities if i.role == "control"}
         same_source = len(digests) == 1 and "" not in digests
         statements.append(
             f"The controls ({', '.join(controls)}) "
@@ -212,7 +203,7 @@ def compare(
         )
     return Comparison(
         experiment.name,
-        _identities(experiment, sources, builds),
+        identities,
         tuple(rows),
         sets,
         controls,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from orchestrator.findings import fingerprint, matches, signature
 from orchestrator.model import (
     Attempt,
+    Build,
     Checker,
     Experiment,
     Outcome,
@@ -120,6 +121,12 @@ def _case_result(key: tuple[str, str, str], attempts: list[Attempt]) -> CaseResu
         if sanitized and None not in counts
         else None,
     )
+
+
+def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
+    """variant -> the first line of its build error, for the builds that failed (what
+    `causality` takes)."""
+    return {b.variant: (b.error.splitlines() or ["failed"])[0] for b in builds if not b.ok}
 
 
 # --- causality ----------------------------------------------------------------------

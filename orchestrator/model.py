@@ -195,6 +195,14 @@ class Experiment(Record):
     def source_for(self, variant: Variant) -> SourceSpec:
         return variant.source if variant.source is not None else self.source
 
+    def role(self, variant: str) -> str:
+        """ "control", "fix" or "" (a variant the expectations do not name)."""
+        if self.expect is None:
+            return ""
+        if variant == self.expect.fix:
+            return "fix"
+        return "control" if variant in self.expect.controls else ""
+
 
 # --- what the stages produce --------------------------------------------------------
 

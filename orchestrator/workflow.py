@@ -220,7 +220,7 @@ class _Run:
         self.record(attempts=attempt)
 
     def conclude(self, *, complete: bool) -> judge.Judgement:
-        failed = {b.variant: b.error.splitlines()[0] for b in self.snap.builds if not b.ok}
+        failed = judge.failed_builds(self.snap.builds)
         judgement = judge.causality(self.experiment, self.snap.attempts, failed)
         with self.lock:
             self.snap.cases = list(judge.case_results(self.snap.attempts))

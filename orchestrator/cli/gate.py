@@ -107,7 +107,7 @@ def stored(path: Path) -> gate.Judged:
     it cannot be read."""
     results, _ = bundle.read(path)
     records = bundle.records(results)
-    failed = {b.variant: b.error.splitlines()[0] for b in records.builds if not b.ok}
+    failed = judge.failed_builds(records.builds)
     problems = []
     if not results.get("complete"):
         why = "interrupted" if results.get("interrupted") else "it never finished"

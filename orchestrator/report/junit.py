@@ -24,7 +24,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orchestrator import bundle
+from orchestrator import bundle, judge
 from orchestrator.findings import group
 from orchestrator.model import Attempt, Experiment, Outcome
 from orchestrator.report import rows
@@ -153,7 +153,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     records = bundle.records(results)
     experiment = records.experiment
     groups = rows.groups(records.attempts)
-    broken = rows.failed_builds(records.builds)
+    broken = judge.failed_builds(records.builds)
     tools = {a.run: a.checker.value for a in records.attempts}
     root = ET.Element("testsuites", name="csorch")
     suite = _element(root, "testsuite", name=experiment.name)
@@ -162,7 +162,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     for variant, run, device, case in _plan(experiment, records.attempts):
         classname = f"{experiment.name}.{variant}.{run}" + (f".gpu{device}" if device else "")
         props: list[tuple[str, object]] = [
-            ("csorch.role", rows.role(experiment, variant) or "other"),
+            ("csorch.role", experiment.role(variant) or "other"),
             ("csorch.checker", tools.get(run, experiment.run(run).checker.value)),
         ]
         attempts = groups.get((case, variant, run, device))

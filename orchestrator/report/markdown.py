@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from orchestrator import bundle
+from orchestrator import bundle, judge
 from orchestrator.findings import fingerprint, group, signature
 from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Checker, Experiment, Outcome, SourceKind, SourceTree
@@ -155,7 +155,7 @@ def _variants(experiment: Experiment, records: bundle.Records) -> list[str]:
         if build is None:
             status = "not built"
         elif not build.ok:
-            status = f"{build.kind.value}, **failed**: {_esc(rows.failed_builds([build])[v.name])}"
+            status = f"{build.kind.value}, **failed**: {_esc(judge.failed_builds([build])[v.name])}"
         else:
             how = "cache hit" if build.cached else f"built in {build.duration:.1f} s"
             status = f"{build.kind.value}, {how}, key {_digest(build.cache_key)}"
@@ -165,7 +165,7 @@ def _variants(experiment: Experiment, records: bundle.Records) -> list[str]:
         body.append(
             [
                 _code(v.name),
-                rows.role(experiment, v.name) or DASH,
+                experiment.role(v.name) or DASH,
                 _source(tree, experiment, v.name),
                 patches or "none",
                 status,
@@ -210,7 +210,7 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     if not columns:
         return ["### Outcomes", "", "No attempt was recorded.", ""]
     groups = rows.groups(attempts)
-    broken = rows.failed_builds(records.builds)
+    broken = judge.failed_builds(records.builds)
     runs = {r.name: r.checker for r in experiment.runs}
     header = ["case"] + [f"`{c.variant}` {_esc(c.label(runs[c.run]))}" for c in columns]
     body, last = [], None
@@ -243,7 +243,7 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
         for r in experiment.runs
         if r.checker is not Checker.NONE
     ]
-    broken = rows.failed_builds(records.builds)
+    broken = judge.failed_builds(records.builds)
     per: dict[tuple[str, str], list[Attempt]] = defaultdict(list)
     for a in records.attempts:
         per[(a.variant, a.run)].append(a)
@@ -307,7 +307,7 @@ def _not_run(
         why = "was interrupted" if results.get("interrupted") else "did not finish"
         items.append(f"The run {why}: the bundle is incomplete and covers only what ran.")
     items += [f"{_esc(n)}" for n in results.get("not_run", [])]
-    for variant, error in rows.failed_builds(records.builds).items():
+    for variant, error in judge.failed_builds(records.builds).items():
         items.append(f"Variant `{variant}` did not build: {_esc(error)}")
     attempted = {(a.variant, a.run, a.case) for a in records.attempts}
     missing = [

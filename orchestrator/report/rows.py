@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.judge import aggregate
-from orchestrator.model import Attempt, Build, Checker, Experiment, Finding, Outcome
+from orchestrator.model import Attempt, Checker, Experiment, Finding, Outcome
 
 OUTSIDE = "(outside a test)"
 
@@ -28,21 +28,6 @@ Key = tuple[str, str, str, str]
 def short(nodeid: str) -> str:
     """`tests/x/test_a.py::test_b[cpu]` -> `test_b[cpu]`."""
     return nodeid.rsplit("::", 1)[-1]
-
-
-def role(experiment: Experiment, variant: str) -> str:
-    """ "control", "fix" or "" (a variant the expectations do not name)."""
-    expect = experiment.expect
-    if expect is None:
-        return ""
-    if variant == expect.fix:
-        return "fix"
-    return "control" if variant in expect.controls else ""
-
-
-def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
-    """variant -> the first line of its build error, for the builds that failed."""
-    return {b.variant: (b.error.splitlines() or ["failed"])[0] for b in builds if not b.ok}
 
 
 @dataclass(frozen=True)

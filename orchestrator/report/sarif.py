@@ -31,7 +31,6 @@ from urllib.parse import quote
 from orchestrator import bundle
 from orchestrator.findings import SignatureCount, fingerprint, group, signature, top_frames
 from orchestrator.model import Attempt, Experiment, Finding, Frame, Signature, SourceKind
-from orchestrator.report import rows
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -151,7 +150,7 @@ def _results(
     ]
     for variant, run, case in keys:
         attempts = by.get((variant, run, case), [])
-        role = rows.role(experiment, variant)
+        role = experiment.role(variant)
         seen = [(a, {fingerprint(signature(f)) for f in a.findings}) for a in attempts]
         for sig in group(f for a in attempts for f in a.findings):
             with_it = [a for a, fps in seen if sig.fingerprint in fps]

@@ -9,6 +9,7 @@ import pytest
 from orchestrator import judge
 from orchestrator.model import (
     Attempt,
+    Build,
     BuildKind,
     BuildSpec,
     Case,
@@ -364,3 +365,17 @@ def test_judgement_round_trips() -> None:
     assert judge.Judgement.from_dict(j.to_dict()) == j
     rows = judge.case_results(attempts())
     assert judge.CaseResult.from_dict(rows[0].to_dict()) == rows[0]
+
+
+def test_failed_builds_give_their_first_error_line_even_when_it_is_empty() -> None:
+    builds = [
+        Build("patched", BuildKind.JIT, ok=True),
+        Build("rebuilt", BuildKind.JIT, ok=False, error="make: *** [pick] Error 1\nmore"),
+        Build("installed", BuildKind.WHEEL, ok=False, error=""),
+    ]
+    assert judge.failed_builds(builds) == {
+        "rebuilt": "make: *** [pick] Error 1",
+        "installed": "failed",
+    }
+    assert experiment().role("rebuilt") == "control" and experiment().role("patched") == "fix"
+    assert experiment(expect=False).role("patched") == ""
