@@ -33,7 +33,10 @@ def _line(output: str, label: str) -> str:
     return next(line for line in output.splitlines() if line.startswith(label + " "))
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU machine")
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None,
+    reason="checks what doctor says on a machine without a GPU; this one has nvidia-smi",
+)
 def test_doctor_on_a_cpu_machine() -> None:
     try:
         runtime = asan.find_runtime()
@@ -58,7 +61,10 @@ def test_doctor_without_any_checker_exits_3(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "CUDA_PATH")}
     done = subprocess.run(
         [sys.executable, "-m", "orchestrator", "doctor"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**env, "PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
     )
     assert done.returncode == cli.ExitCode.INCONCLUSIVE, done.stdout + done.stderr
