@@ -42,6 +42,13 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture(scope="session")
+def run_asan():
+    """`csorch_run` for test modules (a fixture: `from conftest import` would find
+    whichever conftest.py pytest imported first under that name)."""
+    return csorch_run
+
+
+@pytest.fixture(scope="session")
 def cprog_bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real bundles of `csorch run --backend asan` over a tiny C program (seconds each):
     {"pass": ..., "fail": ..., "inconclusive": ...}. Read-only: copy one to change it."""

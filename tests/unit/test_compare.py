@@ -8,7 +8,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from conftest import csorch_run
 from typer.testing import CliRunner
 
 from orchestrator import bundle, cli
@@ -20,9 +19,9 @@ CONFIG = ROOT / "tests" / "fixtures" / "e2e" / "c-oob-pinned.yaml"
 
 
 @pytest.fixture(scope="module")
-def pinned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def pinned(tmp_path_factory: pytest.TempPathFactory, run_asan) -> Path:
     tmp = tmp_path_factory.mktemp("pinned")
-    done = csorch_run(CONFIG, tmp / "out", tmp / "cache", cwd=tmp)
+    done = run_asan(CONFIG, tmp / "out", tmp / "cache", cwd=tmp)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return tmp / "out"
 
