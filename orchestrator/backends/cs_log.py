@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
+from orchestrator.backends.cs_frames import device_frame, host_frame, trim_host
 from orchestrator.model import Checker, Finding, Frame, ParseResult
 
 PREFIX = "========="
@@ -103,83 +103,9 @@ RACE_SECOND_RE = re.compile(
     r"^and (?P<access>\w+) access at (?P<location>.+?)(?: \[(?P<hazards>[\d,]+) hazards?\])?$"
 )
 
-# --- frame texts ------------------------------------------------------------------------
-# k(float *, int)+0xb0 in /src/k.cu:41
-DEVICE_LOC_RE = re.compile(
-    r"^(?P<function>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?: in (?P<file>.+?):(?P<line>\d+))?$"
-)
-# 0x000000b0 in /src/k.cu:41:k(float *, int)   (older CUDA-MEMCHECK order)
-DEVICE_LOC_OLD_RE = re.compile(
-    r"^0x(?P<offset>[0-9a-fA-F]+) in (?:(?P<file>[^:\s]+):(?P<line>\d+):)?(?P<function>.+)$"
-)
-# <module> in run.py:13     (a Python frame)
-HOST_PYTHON_RE = re.compile(r"^(?P<function>.+?) in (?P<file>\S+\.py):(?P<line>\d+)$")
-# cudaLaunchKernel [0x4a2b1] in /usr/local/cuda/lib64/libcudart.so.13   (symbol optional)
-HOST_NATIVE_RE = re.compile(
-    r"^(?P<function>.*?)\s*\[0x(?P<offset>[0-9a-fA-F]+)\](?: in (?P<module>.+))?$"
-)
-# /lib/x86_64-linux-gnu/libcuda.so.1 (cuLaunchKernel + 0x2cd) [0x24ed0d]   (older)
-HOST_OLD_RE = re.compile(
-    r"^(?P<module>\S+) \((?P<function>.*?)(?: \+ 0x[0-9a-fA-F]+)?\) \[0x(?P<offset>[0-9a-fA-F]+)\]$"
-)
-
 
 def _int(text: str) -> int:
     return int(text.replace(",", ""))
-
-
-def device_frame(text: str) -> Frame:
-    m = DEVICE_LOC_RE.match(text) or DEVICE_LOC_OLD_RE.match(text)
-    if not m:
-        return Frame(function=text)
-    line = m["line"]
-    return Frame(m["function"], m["file"] or "", int(line) if line else None, "", m["offset"])
-
-
-def host_frame(text: str) -> Frame:
-    if m := HOST_PYTHON_RE.match(text):
-        return Frame(m["function"], m["file"], int(m["line"]))
-    if m := HOST_OLD_RE.match(text):
-        return Frame(m["function"], "", None, m["module"], m["offset"])
-    if m := HOST_NATIVE_RE.match(text):
-        function, module = m["function"], m["module"] or ""
-        if not module and "/" in function:  # older "Host Frame:./a.out [0x1a2b3]"
-            function, module = "", function
-        return Frame(function, "", None, module, m["offset"])
-    return Frame(function=text)
-
-
-#: a host backtrace keeps at most this many native frames, and this many Python frames
-MAX_NATIVE_FRAMES = 12
-MAX_PYTHON_FRAMES = 8
-MAX_HOST_FUNCTION = 240  # characters of a host frame's function kept
-# python3.12 | libpython3.12.so.1.0   (the interpreter: every native frame past it is CPython)
-INTERPRETER_RE = re.compile(r"^(?:lib)?python[\d.]*(?:\.so[\d.]*)?$")
-
-
-def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
-    """The informative part of a host backtrace: native frames down to the interpreter,
-    then Python frames out to the test function. A memcheck run of a pytest case prints
-    ~100 frames per error, thousands of errors a case: kept whole, a bundle grew to 10 MB
-    of CPython and pytest internals that no signature or reader uses."""
-    native = []
-    for f in frames:
-        if f.is_python or INTERPRETER_RE.match(Path(f.module).name):
-            break
-        native.append(f)
-    python = []
-    for f in (f for f in frames if f.is_python):
-        python.append(f)
-        if f.function.startswith("test"):  # the pytest case; what follows is pytest
-            break
-    kept = native[:MAX_NATIVE_FRAMES] + python[:MAX_PYTHON_FRAMES]
-    # pybind11's dispatcher lambdas spell out every argument type twice (2 KB a frame)
-    return tuple(
-        replace(f, function=f.function[: MAX_HOST_FUNCTION - 1] + "…")
-        if len(f.function) > MAX_HOST_FUNCTION
-        else f
-        for f in kept
-    )
 
 
 @dataclass
