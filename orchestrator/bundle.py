@@ -30,9 +30,10 @@ from typing import Any
 from orchestrator import __version__
 from orchestrator.errors import BundleError
 from orchestrator.host import Host
-from orchestrator.judge import CaseResult, Judgement
+from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Build, Experiment, SourceTree
 from orchestrator.sources import file_digest
+from orchestrator.tally import CaseResult
 
 RESULTS = "results.json"
 MANIFEST = "manifest.json"
@@ -148,9 +149,7 @@ def results(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def manifest(
-    snap: Snapshot, logs: Mapping[str, str], results_sha256: str = ""
-) -> dict[str, Any]:
+def manifest(snap: Snapshot, logs: Mapping[str, str], results_sha256: str = "") -> dict[str, Any]:
     config = snap.experiment.config
     return {
         "schema": MANIFEST_SCHEMA,

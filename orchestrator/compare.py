@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestrator.findings import signature
-from orchestrator.judge import aggregate
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, SourceTree
 from orchestrator.serial import Record
+from orchestrator.tally import aggregate
 
 
 @dataclass(frozen=True)

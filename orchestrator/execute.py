@@ -29,7 +29,6 @@ import orchestrator
 from orchestrator import nodes, proc
 from orchestrator.backends import Asan, Backend, NoChecker
 from orchestrator.errors import ProcessStartError
-from orchestrator.judge import aggregate
 from orchestrator.model import (
     Attempt,
     Build,
@@ -44,6 +43,7 @@ from orchestrator.model import (
     Run,
 )
 from orchestrator.plan import Job
+from orchestrator.tally import aggregate
 
 CSORCH_ROOT = Path(orchestrator.__file__).resolve().parents[1]
 MAX_LAUNCHES = 64

@@ -4,7 +4,7 @@ Two families:
 - what an experiment declares (config.py builds these): `Experiment`, `SourceSpec`,
   `Variant`, `BuildSpec`, `Run`, `Case`, `Expectations`, `TargetPattern`;
 - what the stages produce: `SourceTree`, `Build`, `Attempt`, with the parsed log
-  (`ParseResult` of `Finding`s), `Signature`s, and the judge's `CaseResult`/`Judgement`.
+  (`ParseResult` of `Finding`s), `Signature`s, tally's `CaseResult` and the judge's `Judgement`.
 Every record converts with `to_dict`/`from_dict` (serial.Record) for the bundle.
 Environments are tuples of (name, value) pairs so records stay hashable.
 """

@@ -142,8 +142,13 @@ def _logs(root: Path, listed: Mapping[str, str]) -> list[Check]:
             # a log is evidence only inside the bundle; a manifest pointing elsewhere
             # has been edited by hand
             checks.append(
-                Check(Kind.LOG, rel, Status.MISMATCH, expected=expected,
-                      detail="the manifest names a path outside the bundle")
+                Check(
+                    Kind.LOG,
+                    rel,
+                    Status.MISMATCH,
+                    expected=expected,
+                    detail="the manifest names a path outside the bundle",
+                )
             )
             continue
         gone = Check(Kind.LOG, rel, Status.MISSING, expected=expected, detail="deleted")
@@ -154,8 +159,13 @@ def _logs(root: Path, listed: Mapping[str, str]) -> list[Check]:
         if rel not in listed:
             actual, _ = _digest(root / rel)
             checks.append(
-                Check(Kind.LOG, rel, Status.UNLISTED, actual=actual,
-                      detail="not in the manifest: added after the run")
+                Check(
+                    Kind.LOG,
+                    rel,
+                    Status.UNLISTED,
+                    actual=actual,
+                    detail="not in the manifest: added after the run",
+                )
             )
     return checks
 
@@ -167,7 +177,11 @@ def _outside(kind: Kind, recorded: Mapping[str, Any], subject: str = "") -> Chec
     if not where:
         return Check(kind, "", Status.NOT_CHECKABLE, subject, detail="no path recorded")
     gone = Check(
-        kind, where, Status.NOT_CHECKABLE, subject, expected,
+        kind,
+        where,
+        Status.NOT_CHECKABLE,
+        subject,
+        expected,
         detail="no longer at this path (outside the bundle; moved or removed)",
     )
     return _compare(kind, where, Path(where), expected, subject=subject, gone=gone)
@@ -188,31 +202,50 @@ def _binaries(build: Mapping[str, Any]) -> list[Check]:
     binaries = build.get("binaries") or []
     if binaries and not entry:
         return [
-            Check(Kind.BINARY, b["path"], Status.NOT_CHECKABLE, variant, b["sha256"],
-                  detail="the manifest records no cache entry")
+            Check(
+                Kind.BINARY,
+                b["path"],
+                Status.NOT_CHECKABLE,
+                variant,
+                b["sha256"],
+                detail="the manifest records no cache entry",
+            )
             for b in binaries
         ]
     root = Path(entry)
     if binaries and not root.is_dir():
         # eviction, or a bundle copied to another machine: not evidence of tampering
         return [
-            Check(Kind.BINARY, str(root / b["path"]), Status.NOT_CHECKABLE, variant, b["sha256"],
-                  detail="the cache entry is gone (evicted, or the bundle moved machines)")
+            Check(
+                Kind.BINARY,
+                str(root / b["path"]),
+                Status.NOT_CHECKABLE,
+                variant,
+                b["sha256"],
+                detail="the cache entry is gone (evicted, or the bundle moved machines)",
+            )
             for b in binaries
         ]
     published = _entry_digests(root) if binaries else {}
     checks = []
     for b in binaries:
         path, expected = root / b["path"], b["sha256"]
-        gone = Check(Kind.BINARY, str(path), Status.MISSING, variant, expected,
-                     detail="deleted from its cache entry")
+        gone = Check(
+            Kind.BINARY,
+            str(path),
+            Status.MISSING,
+            variant,
+            expected,
+            detail="deleted from its cache entry",
+        )
         check = _compare(Kind.BINARY, str(path), path, expected, subject=variant, gone=gone)
         if check.status is Status.MISMATCH:
             # the entry's own metadata tells a rebuilt entry from an edited binary
             rebuilt = published.get(b["path"], expected) != expected
             why = (
-                "the cache entry was rebuilt since the run (its entry.json records the new "
-                "binary)" if rebuilt else "changed after the build (its cache entry records "
+                "the cache entry was rebuilt since the run (its entry.json records the new binary)"
+                if rebuilt
+                else "changed after the build (its cache entry records "
                 "the same sha256 as the bundle)"
             )
             check = replace(check, detail=why)
@@ -229,9 +262,14 @@ def _sources(manifest: Mapping[str, Any]) -> list[Check]:
         # a tree digest is over the materialized, patched tree; the run removes it (and
         # a kept one has build outputs in it), so it can only be re-derived by re-running
         checks.append(
-            Check(Kind.SOURCE, str(source.get("source", {}).get("location", "")),
-                  Status.NOT_CHECKABLE, variant, str(source.get("digest", "")),
-                  detail="the materialized tree is not kept; re-run to re-derive it")
+            Check(
+                Kind.SOURCE,
+                str(source.get("source", {}).get("location", "")),
+                Status.NOT_CHECKABLE,
+                variant,
+                str(source.get("digest", "")),
+                detail="the materialized tree is not kept; re-run to re-derive it",
+            )
         )
     return checks
 
@@ -243,8 +281,9 @@ def read_manifest(root: Path) -> dict[str, Any]:
     try:
         doc = json.loads((root / MANIFEST).read_text())
     except FileNotFoundError:
-        raise BundleError(root, f"no {MANIFEST}", hint="give a directory written by "
-                          "`csorch run --out`") from None
+        raise BundleError(
+            root, f"no {MANIFEST}", hint="give a directory written by `csorch run --out`"
+        ) from None
     except (OSError, ValueError) as exc:
         raise BundleError(root, f"{MANIFEST} is not readable JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:

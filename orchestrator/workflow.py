@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator import build, cache, execute, judge
+from orchestrator import build, cache, execute, judge, tally
 from orchestrator.backends import Asan, ComputeSanitizer, serves
 from orchestrator.bundle import Bundle, Snapshot
 from orchestrator.errors import BuildError, CsorchError
@@ -65,7 +65,7 @@ class RunResult:
     sources: tuple[SourceTree, ...]
     builds: tuple[Build, ...]
     attempts: tuple[Attempt, ...]
-    cases: tuple[judge.CaseResult, ...]
+    cases: tuple[tally.CaseResult, ...]
     judgement: judge.Judgement
     not_run: tuple[str, ...]
 
@@ -223,7 +223,7 @@ class _Run:
         failed = judge.failed_builds(self.snap.builds)
         judgement = judge.causality(self.experiment, self.snap.attempts, failed)
         with self.lock:
-            self.snap.cases = list(judge.case_results(self.snap.attempts))
+            self.snap.cases = list(tally.case_results(self.snap.attempts))
             self.snap.judgement = judgement
             self.snap.complete, self.snap.interrupted = complete, not complete
             self.snap.finished = _now()

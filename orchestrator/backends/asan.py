@@ -46,8 +46,12 @@ LINK_FLAGS = ("-fsanitize=address",)
 # alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see
 # suppress_equal_pcs=0: by default ASan reports a PC only once per process, so a second
 # case hitting the same bug would look clean; every case must show its own reports.
-DEFAULT_OPTIONS = ("detect_leaks=0", "halt_on_error=0", "suppress_equal_pcs=0",
-                   "alloc_dealloc_mismatch=0")
+DEFAULT_OPTIONS = (
+    "detect_leaks=0",
+    "halt_on_error=0",
+    "suppress_equal_pcs=0",
+    "alloc_dealloc_mismatch=0",
+)
 REQUIRED_OPTIONS = ("atexit=1",)
 
 # ==4540==ERROR: AddressSanitizer: heap-use-after-free on address 0x603000000048 at pc ...

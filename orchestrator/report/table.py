@@ -17,9 +17,10 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.findings import group
-from orchestrator.judge import Judgement, aggregate
+from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
 from orchestrator.report.rows import OUTSIDE, short
+from orchestrator.tally import aggregate
 
 STYLES = {
     Outcome.PASSED: "green",

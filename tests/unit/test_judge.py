@@ -1,4 +1,5 @@
-"""judge: truth tables for causality, per-case outcomes, and signatures beyond the targets."""
+"""judge: truth tables for causality, and signatures beyond the targets (per-case rows:
+test_tally)."""
 
 from __future__ import annotations
 
@@ -323,34 +324,6 @@ def test_outcome_target(patched_plain: str, verdict: Verdict) -> None:
     assert judge.causality(e, attempts(**table)).verdict is verdict
 
 
-@pytest.mark.parametrize(
-    ("outcomes", "aggregated"),
-    [
-        ([], Outcome.ERROR),
-        ([Outcome.PASSED, Outcome.PASSED], Outcome.PASSED),
-        ([Outcome.PASSED, Outcome.SKIPPED], Outcome.PASSED),
-        ([Outcome.SKIPPED, Outcome.SKIPPED], Outcome.SKIPPED),
-        ([Outcome.PASSED, Outcome.FAILED], Outcome.FAILED),
-        ([Outcome.FAILED, Outcome.ERROR], Outcome.ERROR),
-    ],
-)
-def test_aggregate(outcomes, aggregated) -> None:
-    assert judge.aggregate(outcomes) is aggregated
-
-
-def test_case_results_count_findings_and_keep_both_counts() -> None:
-    rows = judge.case_results(attempts(installed_memcheck="hit cut other"))
-    row = next(r for r in rows if (r.variant, r.run) == ("installed", "memcheck"))
-    assert row.outcomes == (Outcome.PASSED,) * 3 and row.outcome is Outcome.PASSED
-    assert not row.conclusive and "repeat 1: log has no end-of-run summary" in row.reasons[0]
-    assert row.findings == 4 and row.summary_count is None  # one summary missing
-    assert [(s.count, s.repeats) for s in row.signatures] == [(3, 2), (1, 1)]
-    fix = next(r for r in rows if (r.variant, r.run) == ("patched", "memcheck"))
-    assert fix.conclusive and fix.summary_count == 0 and fix.signatures == ()
-    plain = next(r for r in rows if r.run == "plain")
-    assert plain.summary_count is None and plain.conclusive
-
-
 def test_uncovered_lists_every_variants_signatures_beyond_the_targets() -> None:
     table = attempts(rebuilt_memcheck="other hit hit")
     assert judge.uncovered(experiment(), attempts()) == ()
@@ -363,8 +336,6 @@ def test_uncovered_lists_every_variants_signatures_beyond_the_targets() -> None:
 def test_judgement_round_trips() -> None:
     j = judge.causality(experiment(), attempts(patched_memcheck="hit clean clean"))
     assert judge.Judgement.from_dict(j.to_dict()) == j
-    rows = judge.case_results(attempts())
-    assert judge.CaseResult.from_dict(rows[0].to_dict()) == rows[0]
 
 
 def test_failed_builds_give_their_first_error_line_even_when_it_is_empty() -> None:
