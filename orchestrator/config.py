@@ -73,6 +73,7 @@ from pathlib import Path
 
 from orchestrator.backends.compute_sanitizer import RESERVED_OPTIONS
 from orchestrator.errors import ConfigError
+from orchestrator.expect import expectations
 from orchestrator.model import (
     RUN_CHECKERS,
     BuildKind,
@@ -81,30 +82,20 @@ from orchestrator.model import (
     CaseKind,
     Checker,
     Env,
-    Expectations,
     Experiment,
-    Outcome,
     Run,
     SourceKind,
     SourceSpec,
-    TargetPattern,
     Variant,
 )
 from orchestrator.schema import (
     BACKENDS,
     BUILD,
     CASE,
-    DURATION_RE,
     ENV_NAME_RE,
-    EXPECT,
-    NAME_RE,
-    NAME_RULE,
     RUN,
-    SIGNATURE_KEYS,
     SOURCE,
-    TARGET,
     TOP,
-    UNITS,
     URL_RE,
     VARIANT,
 )
@@ -138,31 +129,7 @@ def only_cases(experiment: Experiment, names: Sequence[str]) -> Experiment:
 
 
 def _choice(view: View, enum: type, allowed: tuple) -> object:
-    value = view.text()
-    names = [a.value for a in allowed]
-    if value not in names:
-        raise view.error(f"'{value}' is not allowed; choose one of: {', '.join(names)}")
-    return enum(value)
-
-
-def _name(view: View) -> str:
-    value = view.text("a name")
-    if not NAME_RE.match(value) or value in (".", ".."):
-        raise view.error(f"'{value}' is not a safe name; use {NAME_RULE}")
-    return value
-
-
-def _duration(view: View) -> float:
-    value = view.value()
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    m = DURATION_RE.match(value) if isinstance(value, str) else None
-    if not m or float(m["n"]) <= 0:
-        raise view.error(
-            f"expected a positive duration, found {view.kind()}",
-            hint="write seconds (600) or a number with s, m or h (10m)",
-        )
-    return float(m["n"]) * UNITS[m["unit"]]
+    return enum(view.choice([a.value for a in allowed]))
 
 
 def _env(view: View) -> Env:
@@ -204,18 +171,9 @@ class _Reader:
         self.path = path
         self.base = path.parent
 
-    def _path(self, view: View, *, directory: bool) -> Path:
-        text = view.text("a path")
-        path = (self.base / text).resolve()
-        if directory and not path.is_dir():
-            raise view.error(f"no such directory: {path}")
-        if not directory and not path.is_file():
-            raise view.error(f"no such file: {path}")
-        return path
-
     def experiment(self, root: View) -> Experiment:
         f = root.mapping(TOP)
-        name = _name(f.require("name"))
+        name = f.require("name").name()
         source = self.source(f.require("source"))
         variants = [self.variant(v) for v in f.require("variants").items()]
         runs = [self.run(r) for r in f.require("runs").items()]
@@ -241,18 +199,18 @@ class _Reader:
             runs=tuple(runs),
             cases=tuple(cases),
             repeats=repeats.integer(minimum=1) if repeats else 1,
-            timeout=_duration(timeout) if timeout else 900.0,
+            timeout=timeout.duration() if timeout else 900.0,
             description=description.text() if description else "",
             config=self.path,
         )
         expect = f.get("expect")
         if expect is None:
             return experiment
-        return dataclasses.replace(experiment, expect=self.expect(expect, experiment))
+        return dataclasses.replace(experiment, expect=expectations(expect, experiment))
 
     def source(self, view: View) -> SourceSpec:
         if not view.is_mapping:
-            return SourceSpec(SourceKind.PATH, str(self._path(view, directory=True)))
+            return SourceSpec(SourceKind.PATH, str(view.path(directory=True)))
         f = view.mapping(SOURCE)
         path, git = f.get("path"), f.get("git")
         if (path is None) == (git is None):
@@ -263,10 +221,10 @@ class _Reader:
                     raise f.require(key).error(
                         "applies to a git source only", hint="for a directory, point 'path' at it"
                     )
-            return SourceSpec(SourceKind.PATH, str(self._path(path, directory=True)))
+            return SourceSpec(SourceKind.PATH, str(path.path(directory=True)))
         assert git is not None
         text = git.text("a repository")
-        location = text if URL_RE.match(text) else str(self._path(git, directory=True))
+        location = text if URL_RE.match(text) else str(git.path(directory=True))
         ref = f.get("ref")
         subdir = f.get("subdir")
         sub = subdir.text("a directory") if subdir else ""
@@ -281,11 +239,9 @@ class _Reader:
         source = f.get("source")
         description = f.get("description")
         return Variant(
-            name=_name(f.require("name")),
+            name=f.require("name").name(),
             build=self.build(build),
-            patches=tuple(self._path(p, directory=False) for p in patches.items())
-            if patches
-            else (),
+            patches=tuple(p.path(directory=False) for p in patches.items()) if patches else (),
             source=self.source(source) if source else None,
             description=description.text() if description else "",
         )
@@ -343,12 +299,12 @@ class _Reader:
         env, repeats = f.get("env"), f.get("repeats")
         timeout, description = f.get("timeout"), f.get("description")
         return Run(
-            name=_name(f.require("name")),
+            name=f.require("name").name(),
             checker=checker,  # type: ignore[arg-type]
             options=opts,
             env=_env(env) if env else (),
             repeats=repeats.integer(minimum=1) if repeats else None,
-            timeout=_duration(timeout) if timeout else None,
+            timeout=timeout.duration() if timeout else None,
             description=description.text() if description else "",
         )
 
@@ -386,7 +342,7 @@ class _Reader:
                 if key in f:
                     raise f.require(key).error("applies to pytest cases only")
             derived = _slug(" ".join([Path(argv[0]).name, *argv[1:]]))
-            return Case(_name(name) if name else derived, CaseKind.COMMAND, command=argv)
+            return Case(name.name() if name else derived, CaseKind.COMMAND, command=argv)
         assert pytest is not None
         items = list(pytest.items()) if pytest.is_list else [pytest]
         if not items:
@@ -394,89 +350,10 @@ class _Reader:
         marker, args, per_backend = f.get("marker"), f.get("args"), f.get("backend_args")
         derived = _slug(Path(items[0].word()).name.replace(".py", ""))
         return Case(
-            name=_name(name) if name else derived,
+            name=name.name() if name else derived,
             kind=CaseKind.PYTEST,
             pytest=tuple(self._pytest_target(i) for i in items),
             marker=marker.text("a marker expression") if marker else "",
             args=args.words() if args else (),
             backend_args=_backend_args(per_backend) if per_backend else (),
         )
-
-    def expect(self, view: View, experiment: Experiment) -> Expectations:
-        f = view.mapping(EXPECT)
-        names = {v.name for v in experiment.variants}
-        controls_view, fix_view = f.require("controls"), f.require("fix")
-        controls_items = list(controls_view.items()) if controls_view.is_list else [controls_view]
-        controls: list[str] = []
-        for item in controls_items:
-            name = item.text("a variant name")
-            if name not in names:
-                raise item.error(f"no variant named '{name}'; variants: {', '.join(sorted(names))}")
-            if name in controls:
-                raise item.error(f"'{name}' is listed twice")
-            controls.append(name)
-        if not controls:
-            raise controls_view.error("needs at least one control variant")
-        fix = fix_view.text("a variant name")
-        if fix not in names:
-            raise fix_view.error(f"no variant named '{fix}'; variants: {', '.join(sorted(names))}")
-        if fix in controls:
-            raise fix_view.error(f"'{fix}' cannot be both a control and the fix")
-        target = f.get("target")
-        target_views = (list(target.items()) if target.is_list else [target]) if target else []
-        targets = tuple(self.target(t, experiment) for t in target_views)
-        min_hits_view = f.get("min_hits")
-        min_hits = min_hits_view.integer(minimum=1) if min_hits_view else None
-        checked: list[tuple[View, TargetPattern | None]] = list(
-            zip(target_views, targets, strict=True)
-        )
-        for t_view, pattern in checked or [(view, None)]:
-            runs = [r for r in experiment.runs if pattern is None or pattern.applies_to(r)]
-            if not runs:
-                watched = (
-                    "plain runs (checker: none)"
-                    if pattern and pattern.outcome
-                    else "runs with a checker"
-                )
-                raise t_view.error(
-                    f"this target watches {watched}, and the experiment has none",
-                    hint="add such a run, or name one with 'run:'",
-                )
-            for run in runs:
-                n = experiment.repeats_for(run)
-                if min_hits is not None and min_hits > n:
-                    raise min_hits_view.error(  # type: ignore[union-attr]
-                        f"min_hits {min_hits} exceeds the {n} repeat(s) of run '{run.name}'"
-                    )
-        return Expectations(tuple(controls), fix, min_hits, targets)
-
-    def target(self, view: View, experiment: Experiment) -> TargetPattern:
-        f = view.mapping(TARGET)
-        values: dict[str, object] = {}
-        for key in SIGNATURE_KEYS + ("case",):
-            item = f.get(key)
-            if item is not None:
-                values[key] = item.integer(minimum=0) if key == "size" else item.text()
-        checker = f.get("checker")
-        if checker is not None:
-            _choice(checker, Checker, tuple(c for c in Checker if c is not Checker.NONE))
-        run = f.get("run")
-        if run is not None:
-            values["run"] = run.text("a run name")
-            if values["run"] not in {r.name for r in experiment.runs}:
-                raise run.error(f"no run named '{values['run']}'")
-        outcome = f.get("outcome")
-        if outcome is not None:
-            values["outcome"] = _choice(outcome, Outcome, (Outcome.FAILED, Outcome.ERROR))
-            mixed = [k for k in SIGNATURE_KEYS if k in values]
-            if mixed:
-                raise outcome.error(
-                    f"an outcome target cannot also match findings ({mixed[0]})",
-                    hint="give two targets instead",
-                )
-        if not values or set(values) <= {"run", "case"}:
-            raise view.error(
-                "a target needs at least one signature key or 'outcome'",
-                hint="signature keys: " + ", ".join(SIGNATURE_KEYS),
-            )
-        return TargetPattern(**values)  # type: ignore[arg-type]

@@ -9,13 +9,14 @@ and duplicate keys (suggesting the closest valid key), and raise `ConfigError`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from orchestrator.errors import ConfigError
+from orchestrator.schema import DURATION_RE, NAME_RE, NAME_RULE, UNITS
 
 _NAMES = {
     "str": "a string",
@@ -120,6 +121,41 @@ class View:
         if minimum is not None and value < minimum:
             raise self.error(f"must be at least {minimum}, not {value}")
         return value
+
+    def name(self) -> str:
+        """A safe name: also a directory name in bundles and caches."""
+        value = self.text("a name")
+        if not NAME_RE.match(value) or value in (".", ".."):
+            raise self.error(f"'{value}' is not a safe name; use {NAME_RULE}")
+        return value
+
+    def choice(self, allowed: Sequence[str]) -> str:
+        value = self.text()
+        if value not in allowed:
+            raise self.error(f"'{value}' is not allowed; choose one of: {', '.join(allowed)}")
+        return value
+
+    def duration(self) -> float:
+        """Seconds: a positive number, or a number with s, m or h."""
+        value = self.value()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+        m = DURATION_RE.match(value) if isinstance(value, str) else None
+        if not m or float(m["n"]) <= 0:
+            raise self.error(
+                f"expected a positive duration, found {self.kind()}",
+                hint="write seconds (600) or a number with s, m or h (10m)",
+            )
+        return float(m["n"]) * UNITS[m["unit"]]
+
+    def path(self, *, directory: bool) -> Path:
+        """An existing file or directory, relative to the folder of the config file."""
+        path = (self.file.parent / self.text("a path")).resolve()
+        if directory and not path.is_dir():
+            raise self.error(f"no such directory: {path}")
+        if not directory and not path.is_file():
+            raise self.error(f"no such file: {path}")
+        return path
 
     def items(self) -> Iterator[View]:
         if not isinstance(self.node, yaml.SequenceNode):

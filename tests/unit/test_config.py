@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import config, schema
+from orchestrator import config
 from orchestrator.config import load_experiment
 from orchestrator.errors import ConfigError
 from orchestrator.model import BuildKind, CaseKind, Checker, Outcome, SourceKind
@@ -419,19 +419,6 @@ def test_unknown_key_lists_what_is_allowed(tree: Path) -> None:
 def test_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_experiment(tmp_path / "missing.yaml")
-
-
-def test_durations() -> None:
-    for text, seconds in (
-        ("600", 600.0),
-        ("1.5", 1.5),
-        ("90s", 90.0),
-        ("10m", 600.0),
-        ("2h", 7200.0),
-    ):
-        assert schema.DURATION_RE.match(text)
-        m = schema.DURATION_RE.match(text)
-        assert m is not None and float(m["n"]) * schema.UNITS[m["unit"]] == seconds
 
 
 def test_the_shipped_configs_target_the_captured_control_logs() -> None:

@@ -1,4 +1,5 @@
-"""yamlview: located values, type checks, unknown and duplicate keys."""
+"""yamlview: located values, type checks, unknown and duplicate keys, and the shared
+fields (names, choices, durations, paths)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,39 @@ def test_python_tags_are_refused(tmp_path: Path) -> None:
 def test_multiple_documents_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not valid YAML"):
         view(tmp_path, "a: 1\n---\nb: 2\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("600", 600.0), ("1.5", 1.5), ("'90s'", 90.0), ("10m", 600.0), ("2h", 7200.0), ("3 m", 180.0)],
+)
+def test_durations(tmp_path: Path, text: str, seconds: float) -> None:
+    assert view(tmp_path, f"t: {text}\n").mapping({"t": ""}).require("t").duration() == seconds
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "10 minutes", "true", "0m"])
+def test_bad_durations_say_how_to_write_one(tmp_path: Path, text: str) -> None:
+    t = view(tmp_path, f"\nt: {text}\n").mapping({"t": ""}).require("t")
+    with pytest.raises(ConfigError) as info:
+        t.duration()
+    assert (info.value.line, info.value.key) == (2, "t") and "10m" in str(info.value)
+
+
+def test_names_choices_and_paths(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f.patch").write_text("")
+    f = view(tmp_path, "n: ok-1.x\nbad: ../up\nc: shard\nd: d\np: f.patch\n").mapping(
+        dict.fromkeys(["n", "bad", "c", "d", "p"], "")
+    )
+    assert f.require("n").name() == "ok-1.x"
+    with pytest.raises(ConfigError, match="'../up' is not a safe name; use 1-64 letters"):
+        f.require("bad").name()
+    assert f.require("c").choice(("shard", "replicate")) == "shard"
+    with pytest.raises(ConfigError, match="'shard' is not allowed; choose one of: a, b"):
+        f.require("c").choice(("a", "b"))
+    assert f.require("d").path(directory=True) == tmp_path / "d"
+    assert f.require("p").path(directory=False) == tmp_path / "f.patch"
+    with pytest.raises(ConfigError, match="no such file: .*/d$"):
+        f.require("d").path(directory=False)
+    with pytest.raises(ConfigError, match="no such directory"):
+        f.require("p").path(directory=True)
