@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import bundle, host, workflow
+from orchestrator import bundle, host, report, workflow
 from orchestrator.config import load_experiment
 from orchestrator.model import Checker, Outcome, Verdict
 
@@ -88,3 +88,44 @@ def test_a_patch_that_does_not_apply_spoils_only_its_variant(tmp_path: Path, fac
     assert results["complete"] and results["verdict"] == "pass"
     assert {b["variant"] for b in manifest["builds"] if b["binaries"]} == {"fixed", "control"}
     assert not list((tmp_path / "work").iterdir())  # scratch trees removed
+
+
+@pytest.mark.parametrize("fanout", [workflow.Fanout.REPLICATE, workflow.Fanout.SHARD])
+def test_fan_out_over_devices(tmp_path: Path, facts, fanout) -> None:
+    """--devices on the real pipeline: the C subject does not use the GPU, but each child
+    gets its CUDA_VISIBLE_DEVICES, its own attempt and log, and the reports a column per
+    device (replicate), or the work dealt over the devices (shard)."""
+    experiment = workflow.with_repeats(load_experiment(FIXTURES / "c-oob.yaml"), 2)
+    options = workflow.Options(
+        backend="asan",
+        out=tmp_path / "out",
+        cache=tmp_path / "cache",
+        work=tmp_path / "work",
+        jobs=2,
+        devices=("0", "1"),
+        fanout=fanout,
+    )
+    result = workflow.run_experiment(experiment, options, facts)
+    units = 2 * 2 * 2  # variants x runs x repeats (one case)
+    if fanout is workflow.Fanout.REPLICATE:
+        assert len(result.attempts) == 2 * units
+        for device in ("0", "1"):
+            mine = [a for a in result.attempts if a.device == device]
+            assert len(mine) == units
+            assert all(("CUDA_VISIBLE_DEVICES", device) in a.env for a in mine)
+            assert all(f"-rank{int(device)}-gpu{device}" in a.log.name for a in mine if a.log)
+            hits = [a for a in mine if (a.variant, a.run) == ("control", "memcheck")]
+            assert [len(a.findings) for a in hits] == [1, 1]  # every rank shows it
+    else:
+        assert len(result.attempts) == units
+        assert sorted(a.device for a in result.attempts) == ["0"] * 4 + ["1"] * 4
+    assert len({a.log for a in result.attempts}) == len(result.attempts)
+    assert all(a.conclusive for a in result.attempts)
+    assert result.judgement.verdict is Verdict.PASS  # a hit on either device counts
+    results, manifest = bundle.read(result.bundle)
+    assert all((result.bundle / log).is_file() for log in manifest["logs"])
+    text = report.render("markdown", results, manifest)
+    junit = report.render("junit", results, manifest)
+    if fanout is workflow.Fanout.REPLICATE:
+        assert "gpu0" in text and "gpu1" in text
+        assert 'classname="c-oob.control.memcheck.gpu1"' in junit
