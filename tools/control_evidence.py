@@ -148,7 +148,8 @@ def main() -> int:
         plain, _ = parse(a.out / f"{name}-plain.log")
         print(f"{name}: plain rc={rc} in {secs:.0f} s", flush=True)
         if a.checker == "asan":
-            env = {**env, **asan_env, "PYTHONPATH": f"{pkgs['asan']}:{ROOT / 'tests' / 'regression'}"}
+            regression = ROOT / "tests" / "regression"
+            env = {**env, **asan_env, "PYTHONPATH": f"{pkgs['asan']}:{regression}"}
             argv = pytest
         groups = {"all": None}
         if a.checker == "memcheck":
@@ -176,7 +177,7 @@ def main() -> int:
                                            "kinds": v["kinds"], "group": group,
                                            "group_summary": summary}
     (a.out / "evidence.json").write_text(json.dumps(table, indent=2))
-    lines = [f"| case | " + " | ".join(table) + " |", "|---" * (len(table) + 1) + "|"]
+    lines = ["| case | " + " | ".join(table) + " |", "|---" * (len(table) + 1) + "|"]
     all_cases = sorted({c for v in table.values() for c in v["cases"]})
     for c in all_cases:
         cells = []

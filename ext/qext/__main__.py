@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-from . import MXFP8Quantizer, NVFP4Quantizer, _C
+from . import _C, MXFP8Quantizer, NVFP4Quantizer
 
 
 def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -50,8 +50,8 @@ class NVFP4Tensor:
         return out.reshape(self.shape).to(dtype)
 
     def __repr__(self) -> str:
-        usages = [u for u, d in (("rowwise", self.rowwise_data), ("columnwise", self.columnwise_data))
-                  if d is not None]
+        pairs = (("rowwise", self.rowwise_data), ("columnwise", self.columnwise_data))
+        usages = [u for u, d in pairs if d is not None]
         return (f"NVFP4Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device}, "
                 f"usages={usages}, swizzled={self.with_gemm_swizzled_scales}, rht={self.with_rht})")
 
@@ -88,7 +88,7 @@ class MXFP8Tensor:
         return out.reshape(self.shape).to(dtype)
 
     def __repr__(self) -> str:
-        usages = [u for u, d in (("rowwise", self.rowwise_data), ("columnwise", self.columnwise_data))
-                  if d is not None]
+        pairs = (("rowwise", self.rowwise_data), ("columnwise", self.columnwise_data))
+        usages = [u for u, d in pairs if d is not None]
         return (f"MXFP8Tensor(shape={self.shape}, dtype={self.dtype}, device={self.device}, "
                 f"usages={usages}, swizzled={self.with_gemm_swizzled_scales})")

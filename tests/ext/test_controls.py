@@ -51,7 +51,9 @@ def test_there_are_two_controls():
 @pytest.mark.parametrize("control", [p.stem for p in CONTROLS])
 def test_control_applies_and_builds(control, builds):
     r, pkg = builds[control]
-    assert r.returncode == 0, f"{control}: the patched tree does not build:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+    assert r.returncode == 0, (
+        f"{control}: the patched tree does not build:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
+    )
     assert (pkg / "qext" / "_C.so").is_file()
 
 

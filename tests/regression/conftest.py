@@ -24,6 +24,7 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(autouse=True)
 def _cuda_present(request):
-    device = request.node.callspec.params.get("device") if hasattr(request.node, "callspec") else None
+    callspec = getattr(request.node, "callspec", None)
+    device = callspec.params.get("device") if callspec else None
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("CUDA was asked for with --qext-device but no GPU is present")

@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
-
 import qext
-from regression_util import snapshot
+import torch
 from qext import reference
+from regression_util import snapshot
 
 SHAPES = [(256, 512), (128, 320)]
 USAGES = {"rowwise": (True, False), "columnwise": (False, True), "both": (True, True)}
@@ -58,7 +57,9 @@ def _assert_reference_scales(t, x, fmt, usage):
         want = reference.swizzle(ref[f"{direction}_scale_inv"], transposed=transposed)
         got = getattr(t, f"{direction}_scale_inv").cpu()
         wrong = (got != want).sum().item()
-        assert wrong == 0, f"{direction} scales: {wrong} of {want.numel()} bytes differ from swizzle(reference)"
+        assert wrong == 0, (
+            f"{direction} scales: {wrong} of {want.numel()} bytes differ from swizzle(reference)"
+        )
         assert torch.equal(getattr(t, f"{direction}_data").cpu(), ref[f"{direction}_data"])
 
 
@@ -88,7 +89,9 @@ def test_noop_graph_replay(fmt, usage, shape, device):
         # Seen on the H200: without the caching allocator's graph pool, temporaries
         # captured by the graph are cudaFree'd after capture and the replay reads freed
         # memory (memcheck reports it in the fixed tree too), so the case proves nothing.
-        pytest.skip("CUDA-graph replay needs the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1)")
+        pytest.skip(
+            "CUDA-graph replay needs the caching allocator (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+        )
     x1, x2 = _inputs(shape, device)
     q = _quantizer(fmt, usage)
     t = q(x1)

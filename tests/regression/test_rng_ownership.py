@@ -9,9 +9,8 @@ compute-sanitizer memcheck / ASan report the reads (no caching).
 from __future__ import annotations
 
 import pytest
-import torch
-
 import qext
+import torch
 from regression_util import assert_same_bytes, logical_nvfp4
 
 # (rows, cols): one shape takes the fused path (rows % 64 == 0, cols % 128 == 0).

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-import torch
-
 import qext
+import torch
 from qext import reference
 
 SHAPES = [(64, 128), (48, 96)]

@@ -3,8 +3,8 @@ variant is never rebuilt, a failed build says why, concurrent builds share one e
 
 from __future__ import annotations
 
-import itertools
 import dataclasses
+import itertools
 import json
 import shutil
 import sys
