@@ -3,7 +3,9 @@
 
 `load` composes the document with `yaml.SafeLoader` (no object construction beyond
 plain scalars) and returns a `View` of the root. Views check types, reject unknown
-and duplicate keys (suggesting the closest valid key), and raise `ConfigError`.
+and duplicate keys (suggesting the closest valid key), read the fields every config
+shares (safe names, choices, durations, paths relative to the file), and raise
+`ConfigError`.
 """
 
 from __future__ import annotations
