@@ -43,6 +43,18 @@ def facts() -> host.Host:
     return host.probe()
 
 
+def options(tmp_path: Path, **extra) -> workflow.Options:
+    """ASan, two jobs, and the bundle, cache and scratch trees under `tmp_path`."""
+    return workflow.Options(
+        backend="asan",
+        out=tmp_path / "out",
+        cache=tmp_path / "cache",
+        work=tmp_path / "work",
+        jobs=2,
+        **extra,
+    )
+
+
 def test_with_repeats_overrides_every_run() -> None:
     e = load_experiment(FIXTURES / "c-oob.yaml")
     e3 = workflow.with_repeats(e, 3)
@@ -63,14 +75,7 @@ def test_a_patch_that_does_not_apply_spoils_only_its_variant(tmp_path: Path, fac
         )
     )
     events = Recorder()
-    options = workflow.Options(
-        backend="asan",
-        out=tmp_path / "out",
-        cache=tmp_path / "cache",
-        work=tmp_path / "work",
-        jobs=2,
-    )
-    result = workflow.run_experiment(load_experiment(config), options, facts, events)
+    result = workflow.run_experiment(load_experiment(config), options(tmp_path), facts, events)
     builds = {b.variant: b for b in result.builds}
     assert builds["stale"].ok is False and "stale.patch" in builds["stale"].error
     assert "pick.c" in builds["stale"].error
@@ -96,16 +101,9 @@ def test_fan_out_over_devices(tmp_path: Path, facts, fanout) -> None:
     gets its CUDA_VISIBLE_DEVICES, its own attempt and log, and the reports a column per
     device (replicate), or the work dealt over the devices (shard)."""
     experiment = workflow.with_repeats(load_experiment(FIXTURES / "c-oob.yaml"), 2)
-    options = workflow.Options(
-        backend="asan",
-        out=tmp_path / "out",
-        cache=tmp_path / "cache",
-        work=tmp_path / "work",
-        jobs=2,
-        devices=("0", "1"),
-        fanout=fanout,
+    result = workflow.run_experiment(
+        experiment, options(tmp_path, devices=("0", "1"), fanout=fanout), facts
     )
-    result = workflow.run_experiment(experiment, options, facts)
     units = 2 * 2 * 2  # variants x runs x repeats (one case)
     if fanout is workflow.Fanout.REPLICATE:
         assert len(result.attempts) == 2 * units
@@ -113,7 +111,7 @@ def test_fan_out_over_devices(tmp_path: Path, facts, fanout) -> None:
             mine = [a for a in result.attempts if a.device == device]
             assert len(mine) == units
             assert all(("CUDA_VISIBLE_DEVICES", device) in a.env for a in mine)
-            assert all(f"-rank{int(device)}-gpu{device}" in a.log.name for a in mine if a.log)
+            assert all(a.log and f"-rank{device}-gpu{device}." in a.log.name for a in mine)
             hits = [a for a in mine if (a.variant, a.run) == ("control", "memcheck")]
             assert [len(a.findings) for a in hits] == [1, 1]  # every rank shows it
     else:
