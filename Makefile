@@ -33,9 +33,12 @@ $(EXT_LIB): $(SETUP_STAMP) $(EXT_INPUTS)
 
 # the release gate on the best backend present (compute-sanitizer on a GPU host, else
 # ASan); exit 0 pass, 1 fail, 3 inconclusive. Bundles, gate.json and report.md in VALIDATE_OUT.
+# The attempts are sharded over every GPU of the host (VALIDATE_DEVICES=0 keeps one).
 VALIDATE_OUT ?= results/validate-$(shell date +%Y%m%d-%H%M%S)
+VALIDATE_DEVICES ?= all
 validate: setup
-	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto --out $(VALIDATE_OUT)
+	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto \
+		--devices $(VALIDATE_DEVICES) --out $(VALIDATE_OUT)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -32,6 +32,8 @@ CUDA_ERROR = "[csorch-cuda-error]"
 SESSION_END = "[csorch-session-end]"
 IMPORT_ERROR = "[csorch-import-error]"
 COLLECTED = "[csorch-collected]"
+DEVICE = "[csorch-device]"
+_device_named = False
 
 
 def _mark(kind: str, nodeid: str, extra: str = "") -> None:
@@ -81,12 +83,33 @@ def pytest_runtest_teardown(item, nextitem):
     if torch is None:
         return
     if torch.cuda.is_available() and torch.cuda.is_initialized():
+        _name_device(torch)
         try:
             # Load-bearing: flushes this case's kernel errors before its end marker.
             torch.cuda.synchronize()
         except RuntimeError as e:
             _mark(CUDA_ERROR, item.nodeid, f" {str(e).splitlines()[0]}")
             item.session.shouldstop = "csorch: the CUDA context is gone"
+
+
+def _name_device(torch) -> None:
+    """Once per process: the GPU this process really used, by UUID and PCI bus id, so that
+    a per-rank attempt proves it ran on the GPU its rank was given."""
+    global _device_named
+    if _device_named:
+        return
+    _device_named = True
+    index = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    uuid = str(getattr(props, "uuid", "") or "")
+    if uuid and not uuid.startswith(("GPU-", "MIG-")):
+        uuid = "GPU-" + uuid
+    pci = "%04x:%02x:%02x.0" % (
+        getattr(props, "pci_domain_id", 0),
+        getattr(props, "pci_bus_id", 0),
+        getattr(props, "pci_device_id", 0),
+    )
+    _mark(DEVICE, uuid or "unknown", f" pci={pci} index={index} name={props.name}")
 
 
 def pytest_runtest_logreport(report):

@@ -68,6 +68,9 @@ class Context:
     scratch: Path  # an empty directory the pytest children start in
     asan_runtime: Path | None = None
     cancel: threading.Event | None = None
+    #: CUDA's GPU UUIDs by index, to check that a job given GPU k ran there; empty where
+    #: csorch itself runs under CUDA_VISIBLE_DEVICES (its indices are then not the child's)
+    gpu_uuids: tuple[str, ...] = ()
 
 
 def merge(parses: Sequence[ParseResult]) -> ParseResult:
@@ -209,6 +212,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     results: list[NodeResult] = []
     launches: list[Launch] = []
     parses: list[ParseResult] = []
+    gpus: list[str] = []
     timed_out, error, status = False, "", None
     ctx.scratch.mkdir(parents=True, exist_ok=True)
     for k in range(MAX_LAUNCHES):
@@ -225,6 +229,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         )
         lines = _read(ctx.root / rel)
         report = nodes.read(lines)
+        gpus.append(report.gpu)
         parses.append(parse(lines))
         kept = list(report.nodes)
         if report.context_lost:  # what ran after the context died proves nothing
@@ -259,7 +264,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
             elif status in (3, 4):
                 error = f"pytest {PYTEST_BROKEN[status]}: {_last_words(lines)}"
             break
-    return _attempt(job, run, ctx, launches, results, parses, timed_out, error)
+    return _attempt(job, run, ctx, launches, results, parses, timed_out, error, gpus)
 
 
 def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
@@ -278,7 +283,8 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         else Outcome.FAILED
     )
     detail = "timed out" if result.timed_out else f"killed by signal {-rc}" if rc < 0 else ""
-    parsed = parse(_read(ctx.root / rel))
+    lines = _read(ctx.root / rel)
+    parsed = parse(lines)
     # a command has no case markers: everything it reports is this case's
     parsed = dataclasses.replace(
         parsed,
@@ -296,6 +302,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         [parsed],
         result.timed_out,
         "",
+        [nodes.read(lines).gpu],  # a program may name its GPU with the plugin's line
     )
 
 
@@ -308,8 +315,11 @@ def _attempt(
     parses: list[ParseResult],
     timed_out: bool,
     error: str,
+    gpus: Sequence[str] = (),
 ) -> Attempt:
     first = launches[0]
+    seen = tuple(dict.fromkeys(g for g in gpus if g))
+    wrong = _wrong_gpu(job, seen, ctx.gpu_uuids)
     return Attempt(
         variant=job.variant,
         run=job.run,
@@ -317,6 +327,7 @@ def _attempt(
         repeat=job.repeat,
         checker=checker_for(run, ctx.backend),
         device=job.device,
+        gpu=",".join(seen),
         argv=first.argv,
         env=first.env,
         returncode=launches[-1].returncode,
@@ -325,10 +336,23 @@ def _attempt(
         outcome=aggregate(n.outcome for n in results) if results else Outcome.ERROR,
         log=first.log,
         parse=merge(parses),
-        error=error,
+        error=error or wrong,
         nodes=tuple(results),
         launches=tuple(launches),
     )
+
+
+def _wrong_gpu(job: Job, seen: Sequence[str], uuids: Sequence[str]) -> str:
+    """Why the evidence is not the rank's ("" when it is, or when nothing can tell): a
+    child that used another GPU than the one its job was given, or several."""
+    if len(seen) > 1:
+        return f"the attempt's processes used different GPUs: {', '.join(seen)}"
+    if not seen or not job.device.isdigit() or int(job.device) >= len(uuids):
+        return ""
+    expected = uuids[int(job.device)]
+    if expected and seen[0] != expected:
+        return f"given GPU {job.device} ({expected}), the cases ran on {seen[0]}"
+    return ""
 
 
 def execute(job: Job, build: Build, ctx: Context) -> Attempt:

@@ -31,13 +31,15 @@ try:
 except ImportError as exc:
     print(json.dumps({"error": str(exc)}))
     raise SystemExit(0)
-gpus, caps = [], []
+gpus, caps, uuids = [], [], []
 if torch.cuda.is_available():
     for i in range(torch.cuda.device_count()):
         gpus.append(torch.cuda.get_device_name(i))
         caps.append("%d.%d" % torch.cuda.get_device_capability(i))
+        uuid = str(getattr(torch.cuda.get_device_properties(i), "uuid", "") or "")
+        uuids.append(uuid if not uuid or uuid.startswith(("GPU-", "MIG-")) else "GPU-" + uuid)
 print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda or "",
-                  "gpus": gpus, "capabilities": caps}))
+                  "gpus": gpus, "capabilities": caps, "uuids": uuids}))
 """
 # Cuda compilation tools, release 13.0, V13.0.88      (a line of `nvcc --version`)
 NVCC_RELEASE_RE = re.compile(r"^Cuda compilation tools, release [\d.]+, V(?P<version>\d[\d.]*)")
@@ -61,6 +63,7 @@ class Host(Record):
     torch_cuda: str = ""
     gpus: tuple[str, ...] = ()
     capabilities: tuple[str, ...] = ()
+    gpu_uuids: tuple[str, ...] = ()  # CUDA's order, as CUDA_VISIBLE_DEVICES indexes it
     driver: str = ""
     cc: str = ""  # first line of `cc --version`
     cxx: str = ""
@@ -154,6 +157,7 @@ def probe(
         torch_cuda=str(facts.get("cuda", "")),
         gpus=tuple(facts.get("gpus", ())),  # type: ignore[arg-type]
         capabilities=tuple(facts.get("capabilities", ())),  # type: ignore[arg-type]
+        gpu_uuids=tuple(facts.get("uuids", ())),  # type: ignore[arg-type]
         driver=driver,
         cc=_first_line([os.environ.get("CC", "cc"), "--version"]),
         cxx=_first_line([os.environ.get("CXX", "c++"), "--version"]),

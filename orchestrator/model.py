@@ -391,6 +391,7 @@ class Attempt(Record):
     error: str = ""  # why it could not run (start failure, build failure)
     nodes: tuple[NodeResult, ...] = ()
     launches: tuple[Launch, ...] = ()
+    gpu: str = ""  # the UUID of the GPU the child reported using ("" where none said)
 
     @property
     def inconclusive_reason(self) -> str:

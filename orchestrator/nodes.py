@@ -32,6 +32,8 @@ SESSION_END_RE = re.compile(r"^\[csorch-session-end\] (?P<status>-?\d+)\s*$")
 IMPORT_ERROR_RE = re.compile(r"^\[csorch-import-error\] (?P<package>\S+) (?P<message>.*)$")
 # [csorch-collected] 9
 COLLECTED_RE = re.compile(r"^\[csorch-collected\] (?P<count>\d+)\s*$")
+# [csorch-device] GPU-6a1c0c5e-... pci=0000:19:00.0 index=0 name=NVIDIA H200
+DEVICE_RE = re.compile(r"^\[csorch-device\] (?P<uuid>\S+)(?: pci=(?P<pci>\S+))?(?: .*)?$")
 # RuntimeError: CUDA error: unspecified launch failure   (anywhere in a line)
 LAUNCH_FAILURE_RE = re.compile(
     r"unspecified launch failure|an illegal memory access was encountered"
@@ -49,6 +51,7 @@ class LaunchReport:
     context_lost: str = ""  # node id after which the CUDA context was gone
     import_error: str = ""
     collected: int | None = None  # the cases this process set out to run
+    gpu: str = ""  # the GPU the process used (UUID), as the plugin saw it
 
     @property
     def unrun(self) -> int | None:
@@ -82,6 +85,7 @@ def read(lines: Iterable[str]) -> LaunchReport:
     lost = ""
     import_error = ""
     collected: int | None = None
+    gpu = ""
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line.startswith("[csorch-"):
@@ -113,6 +117,8 @@ def read(lines: Iterable[str]) -> LaunchReport:
             import_error = m["message"]
         elif m := COLLECTED_RE.match(line):
             collected = int(m["count"])
+        elif m := DEVICE_RE.match(line):
+            gpu = gpu or m["uuid"]
     nodes = []
     for node in order:
         if node in outcomes and node in ended:
@@ -121,4 +127,4 @@ def read(lines: Iterable[str]) -> LaunchReport:
             outcome = Outcome.ERROR
             detail = details.get(node, "the process died during this case")
         nodes.append(NodeResult(node, outcome, detail))
-    return LaunchReport(tuple(nodes), status, lost, import_error, collected)
+    return LaunchReport(tuple(nodes), status, lost, import_error, collected, gpu)

@@ -149,6 +149,7 @@ class _Run:
             scratch=self.workspace.root / "cwd",
             asan_runtime=runtime,
             cancel=self.cancel,
+            gpu_uuids=() if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids,
         )
 
     def prepare(self, variant: Variant) -> tuple[SourceTree | None, Build]:

@@ -21,6 +21,7 @@ from rich.console import Console
 from orchestrator import __version__, backends, host
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
+from orchestrator.plan import parse_devices
 
 app = typer.Typer(
     name="csorch",
@@ -91,6 +92,27 @@ def choose_backend(requested: str) -> tuple[backends.Choice, host.Host]:
         requested, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]
     )
     return choice, facts
+
+
+def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[str, ...]:
+    """`--devices`: explicit GPU indices/UUIDs, or `all` (every GPU present when there are
+    two or more; one GPU or none needs no fan-out). CsorchError for bad text, or explicit
+    devices with the ASan backend (it runs on the CPU)."""
+    if text is None:
+        return ()
+    if text.strip() == "all":
+        gpus = len(facts.gpus) if backend != "asan" else 0
+        return tuple(str(i) for i in range(gpus)) if gpus >= 2 else ()
+    try:
+        devices = parse_devices(text)
+    except ValueError as exc:
+        raise CsorchError(f"--devices: {exc}") from None
+    if backend == "asan":
+        raise CsorchError(
+            "--devices fans out over GPUs; the ASan backend runs on the CPU",
+            hint="drop --devices, or use --backend compute-sanitizer",
+        )
+    return devices
 
 
 def interrupt(signum: int, frame: object) -> None:

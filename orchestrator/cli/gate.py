@@ -20,11 +20,13 @@ from orchestrator.cli import (
     err,
     fail,
     out,
+    resolve_devices,
 )
 from orchestrator.cli.run import default_out, run_one
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.model import Verdict
+from orchestrator.plan import Fanout
 from orchestrator.report import markdown, verdicts
 
 GATE_SCHEMA = "csorch.gate/1"
@@ -71,6 +73,8 @@ def _options(
     cache_dir: Path,
     jobs: int | None,
     repeat: int | None = None,
+    devices: tuple[str, ...] = (),
+    fanout: Fanout = Fanout.SHARD,
 ) -> workflow.Options:
     return workflow.Options(
         backend=choice.backend,
@@ -79,6 +83,8 @@ def _options(
         cache=cache_dir,
         jobs=jobs or min(os.cpu_count() or 1, 8),
         repeat=repeat,
+        devices=devices,
+        fanout=fanout,
     )
 
 
@@ -156,6 +162,13 @@ def gate_command(
         Path | None, typer.Option("--out", help="where the bundles, gate.json and report.md go")
     ] = None,
     repeat: Annotated[int | None, typer.Option(min=1, help="N for every run")] = None,
+    devices: Annotated[
+        str | None,
+        typer.Option(help="GPUs to fan out over, e.g. 0,1, or all (every GPU, when two or more)"),
+    ] = None,
+    fanout: Annotated[
+        Fanout, typer.Option(help="shard: split the attempts over the devices; replicate: all")
+    ] = Fanout.SHARD,
     jobs: Jobs = None,
     cache_dir: CacheDir = cache.DEFAULT_DIR,
 ) -> None:
@@ -187,8 +200,16 @@ def gate_command(
     else:
         out_dir = out_dir or default_out(policy.name)
         choice, facts = _start(backend, out_dir)
+        try:
+            device_list = resolve_devices(devices, choice.backend, facts)
+        except CsorchError as exc:
+            raise fail(exc) from None
+        if device_list:
+            out.print(f"devices: {','.join(device_list)} ({fanout.value})", highlight=False)
         for experiment in experiments:
-            options = _options(choice, out_dir / experiment.name, cache_dir, jobs, repeat)
+            options = _options(
+                choice, out_dir / experiment.name, cache_dir, jobs, repeat, device_list, fanout
+            )
             result = run_one(experiment, options, facts)
             judged.append(
                 gate.Judged(experiment, result.attempts, result.judgement, str(result.bundle))

@@ -23,11 +23,12 @@ from orchestrator.cli import (
     fail,
     interrupt,
     out,
+    resolve_devices,
 )
 from orchestrator.config import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, Experiment
-from orchestrator.plan import Fanout, Job, parse_devices
+from orchestrator.plan import Fanout, Job
 from orchestrator.report import table
 
 
@@ -124,7 +125,9 @@ def run_command(
     repeat: Annotated[int | None, typer.Option(min=1, help="N for every run")] = None,
     devices: Annotated[
         str | None,
-        typer.Option(help="GPUs to fan out over, e.g. 0,1 (CUDA_VISIBLE_DEVICES per child)"),
+        typer.Option(
+            help="GPUs to fan out over, e.g. 0,1 (CUDA_VISIBLE_DEVICES per child), or all"
+        ),
     ] = None,
     fanout: Annotated[
         Fanout,
@@ -147,22 +150,13 @@ def run_command(
     try:
         check_backend(backend)
         experiment = only_cases(load_experiment(config), case or [])
-        device_list = parse_devices(devices) if devices else ()
         choice, facts = choose_backend(backend)
-    except ValueError as exc:
-        raise fail(CsorchError(f"--devices: {exc}")) from None
-    except CsorchError as exc:  # a bad config, or a checker asked for but missing
+        device_list = resolve_devices(devices, choice.backend, facts)
+    except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
         raise fail(exc) from None
     if out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
         # a bundle's manifest hashes every log in it: old files would pass as evidence
         raise fail(CsorchError(f"--out {out_dir} is not empty", hint="give a new directory"))
-    if device_list and choice.backend == "asan":
-        raise fail(
-            CsorchError(
-                "--devices fans out over GPUs; the ASan backend runs on the CPU",
-                hint="drop --devices, or use --backend compute-sanitizer",
-            )
-        )
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
     options = workflow.Options(
         backend=choice.backend,

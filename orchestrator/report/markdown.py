@@ -299,6 +299,26 @@ def _targets(judgement: Judgement | None) -> list[str]:
     return ["### Targets", "", *_table(["target", "variant", "run", "repeats with it"], body)]
 
 
+def _devices(records: bundle.Records) -> list[str]:
+    """Per GPU given (--devices): the GPUs its attempts' processes said they used."""
+    seen: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for a in records.attempts:
+        if a.device:
+            seen[a.device][a.gpu or "not reported"] += 1
+    if not seen:
+        return []
+    body = [
+        [_code(device), ", ".join(f"{_code(g)} ({n})" for g, n in gpus.items())]
+        for device, gpus in sorted(seen.items())
+    ]
+    return [
+        "### Devices",
+        "",
+        *_table(["CUDA_VISIBLE_DEVICES", "GPU used, by UUID (attempts)"], body),
+        "",
+    ]
+
+
 def _not_run(
     results: Mapping[str, Any], experiment: Experiment, records: bundle.Records
 ) -> list[str]:
@@ -364,5 +384,6 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     lines += _outcomes(experiment, records)
     lines += _findings(experiment, records)
     lines += _targets(records.judgement)
+    lines += _devices(records)
     lines += _not_run(results, experiment, records)
     return "\n".join(lines).rstrip("\n") + "\n"
