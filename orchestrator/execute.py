@@ -347,9 +347,13 @@ def _wrong_gpu(job: Job, seen: Sequence[str], uuids: Sequence[str]) -> str:
     child that used another GPU than the one its job was given, or several."""
     if len(seen) > 1:
         return f"the attempt's processes used different GPUs: {', '.join(seen)}"
-    if not seen or not job.device.isdigit() or int(job.device) >= len(uuids):
+    if not seen or not job.device:
         return ""
-    expected = uuids[int(job.device)]
+    if job.device.isdigit():
+        index = int(job.device)
+        expected = uuids[index] if index < len(uuids) else ""
+    else:  # given by UUID
+        expected = job.device
     if expected and seen[0] != expected:
         return f"given GPU {job.device} ({expected}), the cases ran on {seen[0]}"
     return ""

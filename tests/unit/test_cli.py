@@ -128,3 +128,24 @@ def test_run_only_some_cases(tmp_path: Path) -> None:
          "--cache-dir", str(tmp_path / "cache")],
     )
     assert good.exit_code == cli.ExitCode.PASS, good.output
+
+
+def test_devices_all_fans_out_only_over_two_or_more_gpus() -> None:
+    from orchestrator.errors import CsorchError
+    from orchestrator.host import Host
+
+    two = Host("3.11", "linux", gpus=("NVIDIA H200", "NVIDIA H200"))
+    one = Host("3.11", "linux", gpus=("NVIDIA H200",))
+    none = Host("3.11", "linux")
+    resolve = cli.resolve_devices
+    assert resolve("all", "compute-sanitizer", two) == ("0", "1")
+    assert resolve("all", "compute-sanitizer", one) == ()
+    assert resolve("all", "asan", none) == () and resolve(None, "asan", none) == ()
+    assert resolve("1,0", "compute-sanitizer", one) == ("1", "0")
+    for text, backend, message in [
+        ("", "compute-sanitizer", "give one or more GPU indices"),
+        ("0,0", "compute-sanitizer", "listed twice"),
+        ("0", "asan", "the ASan backend runs on the CPU"),
+    ]:
+        with pytest.raises(CsorchError, match=message):
+            resolve(text, backend, two)

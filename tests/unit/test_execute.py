@@ -62,6 +62,9 @@ def test_zlast():
 """
 
 
+GPU_LINE = "[csorch-device] GPU-aaaa pci=0000:19:00.0 index=0 name=NVIDIA H200"
+
+
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
     d = tmp_path / "suite"
@@ -93,6 +96,7 @@ def context(
     args=(),
     backend: str = "asan",
     checker=None,
+    gpu_uuids=(),
 ) -> execute.Context:
     experiment = Experiment(
         name="e",
@@ -106,6 +110,8 @@ def context(
             Case("suite", CaseKind.PYTEST, (str(suite),), args=tuple(args)),
             Case("ok", CaseKind.COMMAND, command=(sys.executable, "prog.py", "0")),
             Case("bad", CaseKind.COMMAND, command=(sys.executable, "prog.py", "3")),
+            # a program that names its GPU the way the pytest plugin does
+            Case("gpu", CaseKind.COMMAND, command=(sys.executable, "-c", f"print({GPU_LINE!r})")),
         ),
     )
     (tmp_path / "bundle" / "logs").mkdir(parents=True, exist_ok=True)
@@ -116,6 +122,7 @@ def context(
         sys.executable,
         tmp_path / "bundle",
         tmp_path / "cwd",
+        gpu_uuids=tuple(gpu_uuids),
     )
 
 
@@ -213,6 +220,34 @@ def test_command_cases_run_in_the_built_tree(tmp_path: Path, suite: Path, built:
     assert (ok.outcome, bad.outcome) == (Outcome.PASSED, Outcome.FAILED)
     assert ok.launches[0].cwd == str(built.workdir) and ok.nodes[0].nodeid == "ok"
     assert "ran" in (tmp_path / "bundle" / ok.log).read_text()
+
+
+def test_an_attempt_records_the_gpu_it_used_and_checks_its_rank(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    ok = execute.execute(
+        Job("v", "plain", "gpu", 0, device="1", rank=1),
+        built,
+        context(tmp_path, suite, gpu_uuids=["GPU-0000", "GPU-aaaa"]),
+    )
+    assert ok.gpu == "GPU-aaaa" and ok.conclusive
+    by_uuid = execute.execute(
+        Job("v", "plain", "gpu", 0, device="GPU-aaaa", rank=0),
+        built,
+        context(tmp_path, suite),
+    )
+    assert by_uuid.conclusive
+    elsewhere = execute.execute(
+        Job("v", "plain", "gpu", 0, device="0", rank=0),
+        built,
+        context(tmp_path, suite, gpu_uuids=["GPU-0000", "GPU-aaaa"]),
+    )
+    assert elsewhere.inconclusive_reason == "given GPU 0 (GPU-0000), the cases ran on GPU-aaaa"
+    # without the host's UUIDs (csorch itself under CUDA_VISIBLE_DEVICES) nothing can tell
+    unknown = execute.execute(
+        Job("v", "plain", "gpu", 0, device="0", rank=0), built, context(tmp_path, suite)
+    )
+    assert unknown.conclusive and unknown.gpu == "GPU-aaaa"
 
 
 def test_an_asan_run_is_wrapped_and_parsed(tmp_path: Path, suite: Path, built: Build) -> None:

@@ -130,3 +130,11 @@ def test_a_real_memcheck_log_where_the_context_died_in_the_last_case() -> None:
     assert r.collected == 1 and r.began == (node,) and r.context_lost == node
     assert r.nodes[0].outcome is Outcome.ERROR and "unspecified launch failure" in r.nodes[0].detail
     assert r.session_status is None and not r.finished and r.unrun == 0
+
+
+def test_the_gpu_a_process_used() -> None:
+    line = "[csorch-device] GPU-6a1c0c5e-8f0b-4b4e-9d44-2b1f7f0e8a11 pci=0000:19:00.0 index=0"
+    report = nodes.read(["[csorch-collected] 1", line + " name=NVIDIA H200", "x"])
+    assert report.gpu == "GPU-6a1c0c5e-8f0b-4b4e-9d44-2b1f7f0e8a11"
+    assert nodes.read(["[csorch-collected] 1"]).gpu == ""
+    assert case_markers.DEVICE == "[csorch-device]"
