@@ -68,8 +68,16 @@ ERROR_SUMMARY_RE = re.compile(r"^=+ ERROR SUMMARY: (?P<count>[\d,]+) errors?$", 
 # ========= LEAK SUMMARY: 4096 bytes leaked in 1 allocations
 OTHER_SUMMARY_RE = re.compile(r"^=+ (?P<line>(?:RACECHECK|LEAK) SUMMARY: .*)$", re.MULTILINE)
 COLUMNS = (
-    "program", "variant", "checker", "options", "exit_code", "error_summary",
-    "other_summaries", "xml_exit_code", "seconds", "log",
+    "program",
+    "variant",
+    "checker",
+    "options",
+    "exit_code",
+    "error_summary",
+    "other_summaries",
+    "xml_exit_code",
+    "seconds",
+    "log",
 )
 
 
@@ -90,8 +98,9 @@ def _run(argv: list[str], *, cwd: Path, log: Path, timeout: float) -> tuple[str,
     """(exit code or "timeout", seconds); the child's output goes to `log`."""
     start = time.monotonic()
     with open(log, "wb") as out:
-        child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             code = str(child.wait(timeout=timeout))
         except subprocess.TimeoutExpired:
@@ -119,14 +128,24 @@ def build(out: Path, arch: str, jobs: int) -> dict[str, Path]:
     for program in PROGRAMS:
         trees[program] = _tree(out, program, SUBJECT / "controls" / f"{program}.patch")
     # the host's own CFLAGS & co. stay out: this is the tool's evidence, built one way
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_APPEND_FLAGS", "CSORCH_SANITIZE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_APPEND_FLAGS", "CSORCH_SANITIZE")
+    }
     (out / "build").mkdir(parents=True, exist_ok=True)
 
     def make(variant: str) -> tuple[str, str]:
         targets = list(PROGRAMS) if variant == "fixed" else [variant]
-        argv = ["make", "-C", str(trees[variant]), f"ARCH={arch}", "-j", str(len(targets)),
-                *targets]
+        argv = [
+            "make",
+            "-C",
+            str(trees[variant]),
+            f"ARCH={arch}",
+            "-j",
+            str(len(targets)),
+            *targets,
+        ]
         with open(out / "build" / f"{variant}.log", "wb") as log:
             done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
         return variant, "ok" if done.returncode == 0 else f"exit {done.returncode}"
@@ -136,8 +155,9 @@ def build(out: Path, arch: str, jobs: int) -> dict[str, Path]:
     failed = {v: r for v, r in results.items() if r != "ok"}
     if failed:
         for variant, why in failed.items():
-            print(f"build of {variant} failed ({why}): see {out}/build/{variant}.log",
-                  file=sys.stderr)
+            print(
+                f"build of {variant} failed ({why}): see {out}/build/{variant}.log", file=sys.stderr
+            )
         raise SystemExit(1)
     return trees
 
@@ -161,21 +181,46 @@ def execute(job: Job, tree: Path, sanitizer: str, logs: Path, timeout: float) ->
     program = f"./{job.program}"
     if job.tool == "none":
         code, seconds = _run([program], cwd=tree, log=logs / f"{job.name}.out", timeout=timeout)
-        return {"program": job.program, "variant": job.variant, "checker": "none",
-                "options": "", "exit_code": code, "error_summary": "", "other_summaries": "",
-                "xml_exit_code": "", "seconds": f"{seconds:.1f}", "log": f"{job.name}.out"}
+        return {
+            "program": job.program,
+            "variant": job.variant,
+            "checker": "none",
+            "options": "",
+            "exit_code": code,
+            "error_summary": "",
+            "other_summaries": "",
+            "xml_exit_code": "",
+            "seconds": f"{seconds:.1f}",
+            "log": f"{job.name}.out",
+        }
     text, xml = logs / f"{job.name}.txt", logs / f"{job.name}.xml"
     common = [sanitizer, "--tool", job.tool, *PRINT_LIMIT, *job.options]
-    code, seconds = _run([*common, "--log-file", str(text), program], cwd=tree,
-                         log=logs / f"{job.name}.out", timeout=timeout)
-    xml_code, _ = _run([*common, "--xml", "--save", str(xml), program], cwd=tree,
-                       log=logs / f"{job.name}.xml.out", timeout=timeout)
+    code, seconds = _run(
+        [*common, "--log-file", str(text), program],
+        cwd=tree,
+        log=logs / f"{job.name}.out",
+        timeout=timeout,
+    )
+    xml_code, _ = _run(
+        [*common, "--xml", "--save", str(xml), program],
+        cwd=tree,
+        log=logs / f"{job.name}.xml.out",
+        timeout=timeout,
+    )
     content = text.read_text(errors="replace") if text.exists() else ""
     errors, others = _summaries(content)
-    return {"program": job.program, "variant": job.variant, "checker": job.tool,
-            "options": " ".join(job.options), "exit_code": code, "error_summary": errors,
-            "other_summaries": others, "xml_exit_code": xml_code,
-            "seconds": f"{seconds:.1f}", "log": text.name}
+    return {
+        "program": job.program,
+        "variant": job.variant,
+        "checker": job.tool,
+        "options": " ".join(job.options),
+        "exit_code": code,
+        "error_summary": errors,
+        "other_summaries": others,
+        "xml_exit_code": xml_code,
+        "seconds": f"{seconds:.1f}",
+        "log": text.name,
+    }
 
 
 def _version(argv: list[str]) -> str:
@@ -207,12 +252,16 @@ def main(argv: list[str] | None = None) -> int:
     sanitizer = _sanitizer(args.sanitizer)
     if not args.build_only:
         if sanitizer is None:
-            print("compute-sanitizer not found (give --sanitizer PATH, or --build-only)",
-                  file=sys.stderr)
+            print(
+                "compute-sanitizer not found (give --sanitizer PATH, or --build-only)",
+                file=sys.stderr,
+            )
             return 2
         if shutil.which("nvidia-smi") is None or not Path("/dev/nvidiactl").exists():
-            print("no GPU visible (nvidia-smi, /dev/nvidiactl); --build-only compiles only",
-                  file=sys.stderr)
+            print(
+                "no GPU visible (nvidia-smi, /dev/nvidiactl); --build-only compiles only",
+                file=sys.stderr,
+            )
             return 2
     start = time.monotonic()
     trees = build(out, args.arch, args.jobs)
@@ -220,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_only:
         return 0
     (out / "versions.txt").write_text(
-        _version(["nvcc", "--version"]) + _version([sanitizer, "--version"])  # type: ignore[list-item]
+        _version(["nvcc", "--version"])
+        + _version([sanitizer, "--version"])  # type: ignore[list-item]
         + _version(["nvidia-smi", "-L"])
     )
     logs = out / "logs"
@@ -228,8 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     jobs = plan()
     tree_of = {job: trees["fixed" if job.variant == "fixed" else job.program] for job in jobs}
     with cf.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(execute, j, tree_of[j], sanitizer, logs, args.timeout)  # type: ignore[arg-type]
-                   for j in jobs]
+        futures = [
+            pool.submit(execute, j, tree_of[j], sanitizer, logs, args.timeout)  # type: ignore[arg-type]
+            for j in jobs
+        ]
         rows = [f.result() for f in futures]
     lines = ["\t".join(COLUMNS)] + ["\t".join(r[c] for c in COLUMNS) for r in rows]
     (out / "evidence.tsv").write_text("\n".join(lines) + "\n")
