@@ -19,6 +19,8 @@ Each run has a time limit (--timeout, 60 s); a run past it is killed and recorde
 "timeout". Exit status: 0 when everything was built (and run), 1 when a build or a run
 could not be done, 2 for a usage error (such as no compute-sanitizer or GPU without
 --build-only). About a minute on a 16-core H200 host: the programs are tiny.
+Then `.venv/bin/python tools/cudabugs_counts.py OUTDIR` sets csorch's parse of each log
+beside the tool's count (OUTDIR/counts.md).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SUBJECT = ROOT / "cudabugs"
 DEFAULT_SANITIZER = "/usr/local/cuda/bin/compute-sanitizer"
+DEFAULT_NVCC = "/usr/local/cuda/bin/nvcc"
 
 #: program -> the checker runs that show its defect: (tag, tool, options)
 RUNS: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
@@ -122,7 +125,7 @@ def _tree(out: Path, variant: str, patch: Path | None) -> Path:
     return tree
 
 
-def build(out: Path, arch: str, jobs: int) -> dict[str, Path]:
+def build(out: Path, arch: str, jobs: int, nvcc: str) -> dict[str, Path]:
     """variant -> built tree: "fixed" (every program), and each program's control."""
     trees = {"fixed": _tree(out, "fixed", None)}
     for program in PROGRAMS:
@@ -142,6 +145,7 @@ def build(out: Path, arch: str, jobs: int) -> dict[str, Path]:
             "-C",
             str(trees[variant]),
             f"ARCH={arch}",
+            f"NVCC={nvcc}",
             "-j",
             str(len(targets)),
             *targets,
@@ -231,8 +235,9 @@ def _version(argv: list[str]) -> str:
     return f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}\n"
 
 
-def _sanitizer(requested: str | None) -> str | None:
-    for candidate in (requested, shutil.which("compute-sanitizer"), DEFAULT_SANITIZER):
+def _tool(requested: str | None, name: str, default: str) -> str | None:
+    """The tool as asked for, else on PATH, else at the CUDA toolkit's usual place."""
+    for candidate in (requested, shutil.which(name), default):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -243,13 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
     parser.add_argument("--sanitizer", help=f"default: on PATH, else {DEFAULT_SANITIZER}")
+    parser.add_argument("--nvcc", help=f"default: on PATH, else {DEFAULT_NVCC}")
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--build-only", action="store_true", help="compile, run nothing")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    sanitizer = _sanitizer(args.sanitizer)
+    sanitizer = _tool(args.sanitizer, "compute-sanitizer", DEFAULT_SANITIZER)
+    nvcc = _tool(args.nvcc, "nvcc", DEFAULT_NVCC)
+    if nvcc is None:
+        print("nvcc not found (give --nvcc PATH)", file=sys.stderr)
+        return 2
     if not args.build_only:
         if sanitizer is None:
             print(
@@ -257,19 +267,19 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        if shutil.which("nvidia-smi") is None or not Path("/dev/nvidiactl").exists():
+        if not Path("/dev/nvidiactl").exists():
             print(
-                "no GPU visible (nvidia-smi, /dev/nvidiactl); --build-only compiles only",
+                "no GPU visible (no /dev/nvidiactl); --build-only compiles only",
                 file=sys.stderr,
             )
             return 2
     start = time.monotonic()
-    trees = build(out, args.arch, args.jobs)
+    trees = build(out, args.arch, args.jobs, nvcc)
     print(f"built {len(trees)} trees in {time.monotonic() - start:.0f}s under {out}/trees")
     if args.build_only:
         return 0
     (out / "versions.txt").write_text(
-        _version(["nvcc", "--version"])
+        _version([nvcc, "--version"])
         + _version([sanitizer, "--version"])  # type: ignore[list-item]
         + _version(["nvidia-smi", "-L"])
     )
