@@ -6,6 +6,13 @@ that loads an instrumented extension refuses to start otherwise, and set
 `ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`.
 Reports go to the command's stderr, so the parser reads the command's own log.
 
+compute-sanitizer's options do not apply, with one exception: a run that asks for
+memcheck's `--leak-check full` gets LeakSanitizer (`detect_leaks=1`), its stand-in. Its
+report ("ERROR: LeakSanitizer: detected memory leaks", kind `memory-leak`) comes at exit,
+before the exit-stats marker (with halt_on_error=0 the process is not killed for it), so a
+leak log is still proven complete. Leaks stay off otherwise: a torch process leaks by
+design and would bury the run in reports.
+
 Proving a clean run complete: ASan prints nothing for a clean process and has no
 "0 errors" line, so silence would look the same as a runtime that never loaded or a
 process that died. `atexit=1` makes the runtime itself print "AddressSanitizer exit
@@ -53,6 +60,8 @@ DEFAULT_OPTIONS = (
     "alloc_dealloc_mismatch=0",
 )
 REQUIRED_OPTIONS = ("atexit=1",)
+#: what compute-sanitizer's `--leak-check full` turns on here
+LEAK_OPTIONS = ("detect_leaks=1",)
 
 # ==4540==ERROR: AddressSanitizer: heap-use-after-free on address 0x603000000048 at pc ...
 REPORT_RE = re.compile(
@@ -244,10 +253,27 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
-def merge_options(user: str = "") -> str:
-    """ASAN_OPTIONS: csorch's defaults, then the user's, then what csorch requires."""
-    parts = [*DEFAULT_OPTIONS, *(p for p in re.split(r"[:\s]+", user) if p), *REQUIRED_OPTIONS]
+def merge_options(user: str = "", *, leaks: bool = False) -> str:
+    """ASAN_OPTIONS: csorch's defaults (with leak detection when `leaks`), then the
+    user's, then what csorch requires. The last setting of an option wins."""
+    parts = [
+        *DEFAULT_OPTIONS,
+        *(LEAK_OPTIONS if leaks else ()),
+        *(p for p in re.split(r"[:\s]+", user) if p),
+        *REQUIRED_OPTIONS,
+    ]
     return ":".join(parts)
+
+
+def wants_leak_check(options: Sequence[str]) -> bool:
+    """Whether compute-sanitizer options ask for `--leak-check full` (either spelling)."""
+    words = list(options)
+    for i, word in enumerate(words):
+        if word == "--leak-check=full" or (
+            word == "--leak-check" and i + 1 < len(words) and words[i + 1] == "full"
+        ):
+            return True
+    return False
 
 
 class Asan:
@@ -284,13 +310,17 @@ class Asan:
         log_path: Path | None = None,
     ) -> Wrapped:
         """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
-        not apply and are ignored; `log_path` is unused: reports go to stderr."""
+        not apply, except `--leak-check full`, which turns on LeakSanitizer; `log_path` is
+        unused: reports go to stderr."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
         preload = " ".join(p for p in (str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
         delta = (
-            ("ASAN_OPTIONS", merge_options(env.get("ASAN_OPTIONS", ""))),
+            (
+                "ASAN_OPTIONS",
+                merge_options(env.get("ASAN_OPTIONS", ""), leaks=wants_leak_check(options)),
+            ),
             ("LD_PRELOAD", preload),
         )
         return Wrapped(argv=tuple(argv), env=delta, log_path=None)

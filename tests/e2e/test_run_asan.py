@@ -6,6 +6,9 @@
   nothing (read from the bundle, not from timing).
 - a subject that is not qext: a C program with a planted out-of-bounds read and its fix
   as a patch, a `command` build (make) and a `command` case.
+- cudabugs, the CUDA programs' subject: the two with a host build (the out-of-bounds
+  write, and the leak under `--leak-check full`) through `csorch gate`, causal (exit 0);
+  with the out-of-bounds fix removed, the gate is red (exit 1). About 15 s in all.
 The builds dominate (about 2 x 2.5 min of ASan JIT builds and a wheel, on 2 cores).
 """
 
@@ -164,3 +167,60 @@ def test_a_c_program_under_asan(tmp_path: Path) -> None:
     assert results["verdict"] == "pass"
     assert {b["kind"] for b in results["builds"]} == {"command"}
     assert all(b["binaries"][0]["path"] == "tree/pick" for b in manifest["builds"])
+
+
+def gate(config: Path, out: Path, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", "gate", str(config), "--backend", "asan",
+         "--out", str(out), "--cache-dir", str(cache)],
+        cwd=out.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )
+
+
+@pytest.fixture(scope="module")
+def cudabugs_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build cache for both gates: the fix-removed gate rebuilds nothing."""
+    return tmp_path_factory.mktemp("cudabugs") / "cache"
+
+
+def test_the_cudabugs_host_programs_are_causal_under_asan(
+    tmp_path: Path, cudabugs_cache: Path
+) -> None:
+    done = gate(FIXTURES / "gate-cudabugs-cpu.yaml", tmp_path / "gate", cudabugs_cache)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "gate: PASS" in done.stdout
+    oob, _ = load(tmp_path / "gate" / "cudabugs-oob-write")
+    # one report per thread past the end: 1024 launched for 1000 elements
+    control = findings(oob, "control", "memcheck", "oob_write")
+    assert [(f["kind"], f["access"], f["size"]) for f in control] == [
+        ("heap-buffer-overflow", "write", 4)
+    ] * 24
+    assert all(f["frames"][0]["function"].startswith("fill_squares") for f in control)
+    assert findings(oob, "fixed", "memcheck", "oob_write") == []
+    leak, manifest = load(tmp_path / "gate" / "cudabugs-leak")
+    control = findings(leak, "control", "memcheck-leaks", "leak")
+    assert [f["kind"] for f in control] == ["memory-leak"]
+    assert findings(leak, "fixed", "memcheck-leaks", "leak") == []
+    # --leak-check full is what turned LeakSanitizer on, and only in that run
+    options = {
+        a["run"]: a["launches"][0]["env"].get("ASAN_OPTIONS", "") for a in manifest["attempts"]
+    }
+    assert "detect_leaks=1" in options["memcheck-leaks"]
+    assert "detect_leaks=1" not in options["plain"]
+    for results in (oob, leak):
+        assert results["verdict"] == "pass"
+        assert {b["kind"] for b in results["builds"]} == {"command"}
+
+
+def test_a_removed_cudabugs_fix_turns_the_gate_red(tmp_path: Path, cudabugs_cache: Path) -> None:
+    done = gate(FIXTURES / "gate-cudabugs-nofix.yaml", tmp_path / "gate", cudabugs_cache)
+    assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-4000:]
+    verdict = json.loads((tmp_path / "gate" / "gate.json").read_text())
+    assert verdict["verdict"] == "fail"
+    assert verdict["reasons"][0].startswith("cudabugs-oob-write-nofix: the fix is not causal")
+    nofix, _ = load(tmp_path / "gate" / "cudabugs-oob-write-nofix")
+    assert len(findings(nofix, "fixed", "memcheck", "oob_write")) == 24

@@ -105,6 +105,28 @@ def test_merge_options_keeps_the_marker_last() -> None:
     assert merged.endswith("halt_on_error=1:atexit=0:atexit=1")
 
 
+def test_merge_options_with_leaks_puts_detection_after_the_default() -> None:
+    merged = merge_options("detect_leaks=0", leaks=True).split(":")
+    # the last setting wins: csorch's default, then the leak check, then the user's
+    assert merged.index("detect_leaks=1") > merged.index("detect_leaks=0")
+    assert merged[-2:] == ["detect_leaks=0", "atexit=1"]
+
+
+@pytest.mark.parametrize(
+    ("options", "leaks"),
+    [
+        (["--leak-check", "full"], True),
+        (["--padding", "512", "--leak-check=full"], True),
+        (["--leak-check", "no"], False),
+        (["--leak-check"], False),
+        (["--padding", "512"], False),
+    ],
+)
+def test_leak_check_full_turns_on_leak_sanitizer(options: list[str], leaks: bool) -> None:
+    w = Asan("/lib/libasan.so.8").wrap(["t"], checker=Checker.MEMCHECK, options=options)
+    assert dict(w.env)["ASAN_OPTIONS"] == merge_options(leaks=leaks)
+
+
 def test_wrap_preloads_the_runtime_in_front() -> None:
     w = Asan("/lib/libasan.so.8").wrap(
         ["python", "-m", "pytest"],
@@ -164,3 +186,25 @@ def test_a_real_instrumented_run_through_proc(tmp_path: Path) -> None:
     assert bad.conclusive and [f.kind for f in bad.findings] == ["heap-buffer-overflow"]
     assert bad.findings[0].frames[0].function == "pick"
     assert clean.conclusive and clean.findings == () and clean.summary_count == 0
+
+
+@needs_gcc
+def test_a_real_leak_is_reported_only_with_the_leak_check(tmp_path: Path) -> None:
+    """The planted leak, run wrapped with and without `--leak-check full`: LeakSanitizer
+    reports it before the exit-stats marker, so the log is complete either way."""
+    exe = tmp_path / "leak"
+    subprocess.run(["gcc", *asan.COMPILE_FLAGS, str(SRC / "leak.c"), "-o", str(exe)], check=True)
+    backend = Asan(compiler="gcc")
+    results = {}
+    for name, options in (("full", ["--leak-check", "full"]), ("default", [])):
+        wrapped = backend.wrap([str(exe)], checker=Checker.MEMCHECK, options=options)
+        log = tmp_path / f"{name}.log"
+        ran = proc.run(wrapped.argv, log_path=log, env=dict(wrapped.env), timeout=60)
+        assert ran.returncode == 0  # halt_on_error=0: the leak does not change the exit
+        with open(log) as lines:
+            results[name] = backend.parse(lines)
+    full, default = results["full"], results["default"]
+    assert full.conclusive and [(f.kind, f.frames[1].function) for f in full.findings] == [
+        ("memory-leak", "stage")
+    ]
+    assert default.conclusive and default.findings == ()

@@ -96,6 +96,39 @@ def test_the_release_gate_config_loads() -> None:
     assert not gate.is_gate_config(ROOT / "configs" / "noop-swizzle.yaml")
 
 
+def test_the_checkers_gate_config_loads_and_can_prove_every_checker_live() -> None:
+    from orchestrator.backends import cs_log
+    from orchestrator.config import load_experiment
+    from orchestrator.findings import signature
+
+    policy = gate.load_policy(ROOT / "configs" / "checkers-gate.yaml")
+    assert policy.name == "checkers-gate" and policy.unexpected == "fail"
+    shipped = sorted(p.name for p in (ROOT / "configs").glob("cudabugs-*.yaml"))
+    assert sorted(p.name for p in policy.experiments) == shipped and len(shipped) == 7
+    # liveness: each compute-sanitizer checker has a control whose target it watches
+    watched: dict[str, list[str]] = {}
+    for path in policy.experiments:
+        e = load_experiment(path)
+        assert e.expect is not None
+        for t in e.expect.targets:
+            watched.setdefault(t.checker, []).append(e.name)
+    assert {"memcheck", "initcheck", "racecheck", "synccheck"} <= set(watched)
+    assert set(watched["asan"]) == {"cudabugs-oob-write", "cudabugs-leak"}
+    # the one allowance: the follow-on error of a destroyed context, not the API-error
+    # program's own defect
+    follow_on, own = (
+        cs_log.parse(
+            [f'========= Program hit {code} (error {n}) due to "{why}" on CUDA API call to {call}.']
+        ).findings[0]
+        for code, n, why, call in (
+            ("cudaErrorLaunchFailure", 719, "unspecified launch failure", "cudaDeviceSynchronize"),
+            ("cudaErrorInvalidValue", 1, "invalid argument", "cudaFree"),
+        )
+    )
+    assert gate._allowed(policy.allow, signature(follow_on))
+    assert not gate._allowed(policy.allow, signature(own))
+
+
 @pytest.mark.parametrize(
     "text, line, words",
     [
