@@ -501,9 +501,11 @@ EXPECTED_RECORD = {
         " [64 hazards]",
     ],
     "syncdiv": [
-        f"{P} Barrier error detected. Divergent thread(s) in warp.",
-        f"{P}     at block_sum(const int *, int *, int)+0x130 in /w/syncdiv.cu:28",
-        f"{P}     by thread (32,0,0) in block (0,0,0)",
+        # as the H200 printed it: the intrinsic on top, the kernel as the device frame
+        f"{P} Barrier error detected. Invalid arguments.",
+        f"{P}     at __syncwarp(unsigned int)+0x80 in sm_30_intrinsics.hpp:110",
+        f"{P}     by thread (0,0,0) in block (0,0,0)",
+        f"{P}         Device Frame: warp_sums(const int *, int *)+0x30 in syncdiv.cu:19",
     ],
     "api_error": [
         f'{P} Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA'
