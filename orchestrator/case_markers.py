@@ -104,11 +104,8 @@ def _name_device(torch) -> None:
     uuid = str(getattr(props, "uuid", "") or "")
     if uuid and not uuid.startswith(("GPU-", "MIG-")):
         uuid = "GPU-" + uuid
-    pci = "%04x:%02x:%02x.0" % (
-        getattr(props, "pci_domain_id", 0),
-        getattr(props, "pci_bus_id", 0),
-        getattr(props, "pci_device_id", 0),
-    )
+    domain, bus, dev = (getattr(props, f"pci_{k}_id", 0) for k in ("domain", "bus", "device"))
+    pci = f"{domain:04x}:{bus:02x}:{dev:02x}.0"
     _mark(DEVICE, uuid or "unknown", f" pci={pci} index={index} name={props.name}")
 
 

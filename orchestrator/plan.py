@@ -35,8 +35,13 @@ class Job(Record):
 
     def stem(self) -> str:
         """The job's log name inside the bundle's logs directory (per rank with devices)."""
-        rank = f"-rank{self.rank}-gpu{self.device}" if self.device else ""
+        rank = f"-rank{self.rank}-{device_label(self.device)}" if self.device else ""
         return f"{self.variant}/{self.run}/{self.case}/r{self.repeat}{rank}"
+
+
+def device_label(device: str) -> str:
+    """How reports name a device: `gpu1` for an index, the UUID itself for a UUID."""
+    return f"gpu{device}" if device.isdigit() else device
 
 
 def parse_devices(text: str) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from typing import Any
 from orchestrator import bundle, judge
 from orchestrator.findings import group
 from orchestrator.model import Attempt, Experiment, Outcome
+from orchestrator.plan import device_label
 from orchestrator.report import rows
 
 # XML 1.0 has no escape for most control characters: a log line with an ANSI colour
@@ -160,7 +161,8 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     _properties(suite, _suite_properties(results, manifest, records.judgement))
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
     for variant, run, device, case in _plan(experiment, records.attempts):
-        classname = f"{experiment.name}.{variant}.{run}" + (f".gpu{device}" if device else "")
+        classname = f"{experiment.name}.{variant}.{run}"
+        classname += f".{device_label(device)}" if device else ""
         props: list[tuple[str, object]] = [
             ("csorch.role", experiment.role(variant) or "other"),
             ("csorch.checker", tools.get(run, experiment.run(run).checker.value)),

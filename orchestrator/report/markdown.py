@@ -20,6 +20,7 @@ from orchestrator import bundle, judge
 from orchestrator.findings import fingerprint, group, signature
 from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Checker, Experiment, Outcome, SourceKind, SourceTree
+from orchestrator.plan import device_label
 from orchestrator.report import rows
 
 DASH = "–"
@@ -343,7 +344,7 @@ def _not_run(
     for a in records.attempts:
         if not a.conclusive:
             where = f"`{a.variant}` / `{a.run}` / `{a.case}`" + (
-                f" gpu{a.device}" if a.device else ""
+                f" {device_label(a.device)}" if a.device else ""
             )
             by_reason[a.inconclusive_reason].append(f"{where} repeat {a.repeat}")
     for reason, where in by_reason.items():

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.model import Attempt, Checker, Experiment, Finding, Outcome
+from orchestrator.plan import device_label
 from orchestrator.tally import aggregate
 
 OUTSIDE = "(outside a test)"
@@ -41,7 +42,7 @@ class Column:
         """`memcheck (asan)` when the tool differs from what the run asked for."""
         tool = self.checker
         named = self.run if tool in (Checker.NONE, run_checker) else f"{self.run} ({tool.value})"
-        return named + (f" gpu{self.device}" if self.device else "")
+        return named + (f" {device_label(self.device)}" if self.device else "")
 
 
 @dataclass(frozen=True)
