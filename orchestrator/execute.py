@@ -70,6 +70,11 @@ class Context:
     cancel: threading.Event | None = None
 
 
+def _split_sum(splits: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
+    present = [s for s in splits if s is not None]
+    return (sum(s[0] for s in present), sum(s[1] for s in present)) if present else None
+
+
 def merge(parses: Sequence[ParseResult]) -> ParseResult:
     """One attempt's launches as one parse: complete only if every launch's log is."""
     counts = [p.summary_count for p in parses]
@@ -83,6 +88,8 @@ def merge(parses: Sequence[ParseResult]) -> ParseResult:
         app_crashed=any(p.app_crashed for p in parses),
         summary_lines=tuple(s for p in parses for s in p.summary_lines),
         unparsed=tuple(u for p in parses for u in p.unparsed)[:20],
+        summary_split=_split_sum([p.summary_split for p in parses]),
+        count_mismatch="; ".join(dict.fromkeys(c for c in (p.count_mismatch for p in parses) if c)),
     )
 
 
