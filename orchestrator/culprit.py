@@ -28,6 +28,8 @@ FUNCTION_IGNORE: tuple[tuple[re.Pattern[str], str], ...] = (
         "sanitizer runtime",
     ),
     (re.compile(r"^(__libc_start|_start$|start_thread$|clone3?$)"), "C library start-up"),
+    # a bare pc ("at 0x79d8": malloc/free errors are reported inside the device runtime)
+    (re.compile(r"^0x[0-9a-fA-F]+$"), "unsymbolized pc"),
     # CUDA device intrinsics: __ldcs, __ldg, __stcs, __syncwarp, __shfl_sync, and the
     # compiler's $__internal_..._$__cuda_sm70_warpsync helpers
     (re.compile(r"^(?:[\w:<>,* ]+ )?\$?__(?:ld|st)\w*\b"), "CUDA load/store intrinsic"),
