@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orchestrator
-from orchestrator import nodes, proc
+from orchestrator import nodes, proc, suppressions
 from orchestrator.backends import Asan, Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.model import (
@@ -41,6 +41,7 @@ from orchestrator.model import (
     Outcome,
     ParseResult,
     Run,
+    Suppression,
 )
 from orchestrator.plan import Job
 from orchestrator.tally import aggregate
@@ -135,7 +136,14 @@ def _wrap(
         # compute-sanitizer's parser is told which tool wrote the log
         else functools.partial(ctx.checker.parse, checker=run.checker)  # type: ignore[call-arg]
     )
+    if run.suppressions:
+        # csorch applies the run's suppressions itself: the tool would drop the records
+        parse = _suppressing(parse, run.suppressions)
     return list(wrapped.argv), {**env, **dict(wrapped.env)}, parse
+
+
+def _suppressing(parse: Parser, records: Sequence[Suppression]) -> Parser:
+    return lambda lines: suppressions.mark(parse(lines), records)
 
 
 def _read(path: Path) -> list[str]:

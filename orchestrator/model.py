@@ -105,10 +105,23 @@ class Variant(Record):
 
 
 @dataclass(frozen=True)
+class Suppression(Record):
+    """One record of a compute-sanitizer suppression file (`suppressions.py` reads and
+    matches them). String values are regexes, as the tool treats them."""
+
+    source: str  # "path/supp.xml#2": the file and the record's number in it
+    kind: str  # the tool's <kind>: "Api", "Precise", ...
+    what: tuple[tuple[str, str], ...] = ()  # <what> children: ("api", "cuda.*"), ("size", "4")
+    frames: tuple[tuple[str, str, str], ...] = ()  # (function, file, module), innermost first
+    stack: str = ""  # "host" or "device": which of a finding's stacks `frames` is
+
+
+@dataclass(frozen=True)
 class Run(Record):
     name: str
     checker: Checker
     options: tuple[str, ...] = ()  # extra compute-sanitizer options
+    suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
     env: Env = ()
     repeats: int | None = None  # None: the experiment's
     timeout: float | None = None  # seconds per attempt; None: the experiment's
