@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from orchestrator import culprit
 from orchestrator.model import Finding, Frame, Signature, TargetPattern
@@ -111,18 +111,57 @@ class SignatureCount(Record):
     count: int
     fingerprint: str
     example: Finding  # the first finding seen with this signature
+    suppressed: int = 0  # of `count`, findings a suppression (or an allowance) marked
+    suppressed_by: tuple[str, ...] = ()  # what marked them ("supp.xml#1", "allowed: ...")
+    skipped: tuple[str, ...] = ()  # frames above the culprit, not the subject's (`culprit`)
+
+    def tolerance(self) -> str:
+        """`suppressed by supp.xml#1` / `allowed: <reason>` / `2 of 5 suppressed by ...`;
+        "" when nothing marked them: how every report shows a tolerated finding."""
+        if not self.suppressed:
+            return ""
+        why = "; ".join(
+            w if w.startswith("allowed") else f"suppressed by {w}" for w in self.suppressed_by
+        )
+        return why if self.suppressed == self.count else f"{self.suppressed} of {self.count}: {why}"
+
+
+def _skipped(finding: Finding) -> tuple[str, ...]:
+    frames = finding.frames or tuple(f for f in finding.host_frames if f.function)
+    return tuple(normalize_frame(f) for f in culprit.skipped(frames))
 
 
 def group(findings: Iterable[Finding]) -> tuple[SignatureCount, ...]:
     """Findings grouped by signature, most frequent first (ties by fingerprint)."""
     counts: dict[Signature, int] = {}
     examples: dict[Signature, Finding] = {}
+    marked: dict[Signature, dict[str, int]] = {}
     for finding in findings:
         sig = signature(finding)
         counts[sig] = counts.get(sig, 0) + 1
         examples.setdefault(sig, finding)
-    groups = [SignatureCount(s, c, fingerprint(s), examples[s]) for s, c in counts.items()]
+        if finding.suppressed:
+            by = marked.setdefault(sig, {})
+            by[finding.suppressed] = by.get(finding.suppressed, 0) + 1
+    groups = [
+        SignatureCount(
+            s,
+            c,
+            fingerprint(s),
+            examples[s],
+            sum(marked.get(s, {}).values()),
+            tuple(sorted(marked.get(s, {}))),
+            _skipped(examples[s]),
+        )
+        for s, c in counts.items()
+    ]
     return tuple(sorted(groups, key=lambda g: (-g.count, g.fingerprint)))
+
+
+def mark(finding: Finding, why: str) -> Finding:
+    """The finding marked as tolerated (`why`: a suppression's source or `allowed: ...`),
+    unless something marked it already."""
+    return finding if finding.suppressed else replace(finding, suppressed=why)
 
 
 def matches(pattern: TargetPattern, sig: Signature) -> bool:

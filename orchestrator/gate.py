@@ -26,18 +26,16 @@ whole gate: a control in which that checker's run hit a target. Pure: records in
 from __future__ import annotations
 
 import datetime
-import fnmatch
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import judge, suppressions
-from orchestrator.findings import matches, signature
-from orchestrator.model import Attempt, Checker, Experiment, Signature, TargetPattern, Verdict
-from orchestrator.schema import SIGNATURE_KEYS
+from orchestrator import allowances, judge, suppressions
+from orchestrator.allowances import Allowance
+from orchestrator.findings import signature
+from orchestrator.model import Attempt, Checker, Experiment, Verdict
 from orchestrator.serial import Record
-from orchestrator.yamlview import View, load
+from orchestrator.yamlview import load
 
 GATE_TOP = {
     "name": "the gate's name",
@@ -49,33 +47,7 @@ POLICY = {
     "unexpected": "fail: a finding no target explains fails the gate; report: list it only",
     "allow": "signatures tolerated anywhere: a pattern or a list (target syntax)",
 }
-ALLOW = {k: f"signature field {k} (glob)" for k in SIGNATURE_KEYS} | {
-    "case": "case names (glob)",
-    "code": "API error code (glob)",
-    "reason": "why the finding is tolerated (required; shown in every report)",
-    "expires": "YYYY-MM-DD: from this day on the allowance fails the gate",
-}
-DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 UNEXPECTED_CHOICES = ("fail", "report")
-
-
-@dataclass(frozen=True)
-class Allowance(Record):
-    pattern: TargetPattern
-    code: str = ""  # API errors: "cudaErrorLaunchFailure" (not a target field)
-    reason: str = ""
-    expires: str = ""  # "YYYY-MM-DD"; "" never
-    where: str = ""  # "gate.yaml:12", for messages
-
-    def label(self) -> str:
-        fields = {k: v for k, v in self.pattern.to_dict().items() if v not in ("", None)}
-        if self.code:
-            fields["code"] = self.code
-        text = ", ".join(f"{k}={v}" for k, v in fields.items())
-        return f"allowance {{{text}}} ({self.where})"
-
-    def expired(self, today: datetime.date) -> bool:
-        return bool(self.expires) and datetime.date.fromisoformat(self.expires) <= today
 
 
 @dataclass(frozen=True)
@@ -113,7 +85,7 @@ def load_policy(path: Path | str) -> Policy:
         if (u := p.get("unexpected")) is not None:
             unexpected = u.choice(UNEXPECTED_CHOICES)
         if (a := p.get("allow")) is not None:
-            allow = tuple(_allowance(v) for v in (a.items() if a.is_list else [a]))
+            allow = tuple(allowances.load(v) for v in (a.items() if a.is_list else [a]))
     return Policy(
         name,
         tuple(experiments),
@@ -122,44 +94,6 @@ def load_policy(path: Path | str) -> Policy:
         allow,
         path,
     )
-
-
-def _allowance(view: View) -> Allowance:
-    f = view.mapping(ALLOW)
-    values: dict[str, object] = {}
-    for key in SIGNATURE_KEYS + ("case",):
-        if (item := f.get(key)) is not None:
-            values[key] = item.integer(minimum=0) if key == "size" else item.text()
-    code = f.get("code")
-    if not values and code is None:
-        raise view.error("an allowance needs at least one signature key or 'code'")
-    reason = f.get("reason")
-    if reason is None or not reason.text().strip():
-        raise view.error(
-            "an allowance needs a reason: why this finding is tolerated",
-            hint='add reason: "..." (and expires: YYYY-MM-DD, when it should be fixed by)',
-        )
-    return Allowance(
-        TargetPattern(**values),  # type: ignore[arg-type]
-        code.text() if code else "",
-        reason.text().strip(),
-        _date(f.get("expires")),
-        f"{view.file.name}:{view.line}",
-    )
-
-
-def _date(view: View | None) -> str:
-    if view is None:
-        return ""
-    value = view.value()  # YAML reads an unquoted 2027-03-31 as a date
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    if isinstance(value, str) and DATE_RE.match(value):
-        try:
-            return datetime.date.fromisoformat(value).isoformat()
-        except ValueError:
-            pass
-    raise view.error(f"expected a date YYYY-MM-DD, found {view.kind()}")
 
 
 def default_policy(configs: Sequence[Path]) -> Policy:
@@ -258,17 +192,6 @@ def liveness(judged: Sequence[Judged]) -> tuple[Liveness, ...]:
     return tuple(Liveness(c, tuple(by)) for c, by in ordered)
 
 
-def _allowance_for(allow: Sequence[Allowance], sig: Signature) -> Allowance | None:
-    return next(
-        (
-            a
-            for a in allow
-            if matches(a.pattern, sig) and (not a.code or fnmatch.fnmatchcase(sig.code, a.code))
-        ),
-        None,
-    )
-
-
 def unexpected(
     judged: Sequence[Judged], allow: Sequence[Allowance]
 ) -> tuple[list[Unexpected], list[Tolerated]]:
@@ -277,7 +200,7 @@ def unexpected(
     out, tolerated = [], []
     for j in judged:
         for variant, run, sig, count in judge.uncovered(j.experiment, j.attempts):
-            by = _allowance_for(allow, sig)
+            by = allowances.find(allow, sig)
             if by is not None:
                 where = (j.experiment.name, variant, run, sig.label(), count)
                 tolerated.append(Tolerated(*where, f"allowed: {by.reason}", by.label()))

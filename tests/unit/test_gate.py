@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from orchestrator import cli, gate, judge, suppressions
 from orchestrator.errors import ConfigError
-from orchestrator.model import Checker, ParseResult, Suppression, Verdict
+from orchestrator.model import Checker, ParseResult, Suppression, TargetPattern, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E = ROOT / "tests" / "fixtures" / "e2e"
@@ -70,7 +70,7 @@ def test_an_unexpected_signature_anywhere_fails_unless_allowed_or_reported() -> 
         (v, "memcheck", "memcheck invalid-access global write size 4 in other")
         for v in ("installed", "rebuilt")
     ]
-    allow = gate.Allowance(gate.TargetPattern(function="other"), reason="known, issue #3")
+    allow = gate.Allowance(TargetPattern(function="other"), reason="known, issue #3")
     tolerant = dataclasses.replace(POLICY, allow=(allow,))
     allowed = gate.decide(tolerant, [judged(rows)])
     assert allowed.verdict is Verdict.PASS and allowed.allowed == 2
@@ -85,9 +85,9 @@ def test_an_unexpected_signature_anywhere_fails_unless_allowed_or_reported() -> 
 def test_an_expired_allowance_fails_the_gate_and_an_unused_one_is_reported() -> None:
     rows = _with_other(attempts(), "rebuilt", "installed")
     allow = gate.Allowance(
-        gate.TargetPattern(function="other"), reason="cuBLAS bug", expires="2026-12-01", where="g:7"
+        TargetPattern(function="other"), reason="cuBLAS bug", expires="2026-12-01", where="g:7"
     )
-    unused = gate.Allowance(gate.TargetPattern(function="nothing*"), reason="old", where="g:9")
+    unused = gate.Allowance(TargetPattern(function="nothing*"), reason="old", where="g:9")
     policy = dataclasses.replace(POLICY, allow=(allow, unused))
     before = gate.decide(policy, [judged(rows)], today=datetime.date(2026, 11, 30))
     assert before.verdict is Verdict.PASS and before.allowed == 2 and not before.expired
