@@ -121,11 +121,11 @@ class Run(Record):
     name: str
     checker: Checker
     options: tuple[str, ...] = ()  # extra compute-sanitizer options
-    suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
     env: Env = ()
     repeats: int | None = None  # None: the experiment's
     timeout: float | None = None  # seconds per attempt; None: the experiment's
     description: str = ""
+    suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
 
 
 @dataclass(frozen=True)
