@@ -25,6 +25,7 @@ the closest key for a misspelt one. Paths are relative to the config file.
       - name: memcheck                    # none | memcheck | initcheck | racecheck | synccheck
         checker: memcheck
         options: [--padding, 512]         # extra compute-sanitizer options
+        suppressions: [cublas.xml]        # the tool's suppression XML: matches stay, marked
         env: {PYTORCH_NO_CUDA_MEMORY_CACHING: 1}
         repeats: 4                        # overrides the experiment's
         timeout: 30m
@@ -71,6 +72,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrator import suppressions
 from orchestrator.backends.compute_sanitizer import RESERVED_OPTIONS
 from orchestrator.errors import ConfigError
 from orchestrator.expect import expectations
@@ -86,6 +88,7 @@ from orchestrator.model import (
     Run,
     SourceKind,
     SourceSpec,
+    Suppression,
     Variant,
 )
 from orchestrator.schema import (
@@ -302,11 +305,21 @@ class _Reader:
             name=f.require("name").name(),
             checker=checker,  # type: ignore[arg-type]
             options=opts,
+            suppressions=self._suppressions(f.get("suppressions"), checker),  # type: ignore[arg-type]
             env=_env(env) if env else (),
             repeats=repeats.integer(minimum=1) if repeats else None,
             timeout=timeout.duration() if timeout else None,
             description=description.text() if description else "",
         )
+
+    def _suppressions(self, view: View | None, checker: Checker) -> tuple[Suppression, ...]:
+        """The records of the run's suppression files (each file checked and read now)."""
+        if view is None:
+            return ()
+        if checker is Checker.NONE:
+            raise view.error("suppressions apply to a checker's findings; this run has none")
+        files = [item.path(directory=False) for item in (view.items() if view.is_list else [view])]
+        return tuple(s for path in files for s in suppressions.load(path))
 
     def _pytest_target(self, view: View) -> str:
         text = view.word()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orchestrator
-from orchestrator import nodes, proc
+from orchestrator import nodes, proc, suppressions
 from orchestrator.backends import Asan, Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.model import (
@@ -41,6 +41,7 @@ from orchestrator.model import (
     Outcome,
     ParseResult,
     Run,
+    Suppression,
 )
 from orchestrator.plan import Job
 from orchestrator.tally import aggregate
@@ -73,6 +74,11 @@ class Context:
     gpu_uuids: tuple[str, ...] = ()
 
 
+def _split_sum(splits: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
+    present = [s for s in splits if s is not None]
+    return (sum(s[0] for s in present), sum(s[1] for s in present)) if present else None
+
+
 def merge(parses: Sequence[ParseResult]) -> ParseResult:
     """One attempt's launches as one parse: complete only if every launch's log is."""
     counts = [p.summary_count for p in parses]
@@ -86,6 +92,8 @@ def merge(parses: Sequence[ParseResult]) -> ParseResult:
         app_crashed=any(p.app_crashed for p in parses),
         summary_lines=tuple(s for p in parses for s in p.summary_lines),
         unparsed=tuple(u for p in parses for u in p.unparsed)[:20],
+        summary_split=_split_sum([p.summary_split for p in parses]),
+        count_mismatch="; ".join(dict.fromkeys(c for c in (p.count_mismatch for p in parses) if c)),
     )
 
 
@@ -131,7 +139,14 @@ def _wrap(
         # compute-sanitizer's parser is told which tool wrote the log
         else functools.partial(ctx.checker.parse, checker=run.checker)  # type: ignore[call-arg]
     )
+    if run.suppressions:
+        # csorch applies the run's suppressions itself: the tool would drop the records
+        parse = _suppressing(parse, run.suppressions)
     return list(wrapped.argv), {**env, **dict(wrapped.env)}, parse
+
+
+def _suppressing(parse: Parser, records: Sequence[Suppression]) -> Parser:
+    return lambda lines: suppressions.mark(parse(lines), records)
 
 
 def _read(path: Path) -> list[str]:

@@ -4,8 +4,10 @@ A signature keeps (checker, kind, access, space, size, code, function, top frame
 drops everything that changes from run to run or build to build: addresses, thread and
 block ids, pcs and offsets, line numbers (a patch shifts them), directories (each
 variant builds in its own tree) and the argument lists of demangled names (they
-depend on `--demangle`). Frames inside the checker's runtime or the C library are
-skipped before taking the top ones, as ClusterFuzz does.
+depend on `--demangle`). Frames that do not belong to the subject (the checker's
+runtime, the C library, CUDA's runtime and intrinsics, CUB, Thrust, libstdc++: the
+ignore list in `culprit`) are skipped before taking the top ones, as ClusterFuzz does;
+the finding itself keeps them.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from orchestrator import culprit
 from orchestrator.model import Finding, Frame, Signature, TargetPattern
 from orchestrator.serial import Record
 
@@ -26,15 +29,6 @@ TOP_FRAMES = 3
 _OFFSET_RE = re.compile(r"\s*\+\s*0x[0-9a-fA-F]+$")
 _CLONE_RE = re.compile(r"\s*\[clone [^\]]*\]")
 _QUALIFIERS_RE = re.compile(r"(\s+(const|volatile|&&?|noexcept))+$")
-
-# frames that say where the checker or libc sits, not where the defect is
-_NOISE_FUNCTION_RE = re.compile(
-    r"^(__interceptor_|__asan_|__sanitizer_|__lsan_|__ubsan_|___?interceptor_"
-    r"|__libc_start|_start$|start_thread$|clone3?$)"
-)
-_NOISE_MODULE_RE = re.compile(
-    r"(^|/)(libasan|libclang_rt\.asan|libc\.so|libcuda\.so|libcudart\.so)"
-)
 
 
 def normalize_function(name: str) -> str:
@@ -76,14 +70,13 @@ def normalize_frame(frame: Frame) -> str:
 
 
 def is_noise(frame: Frame) -> bool:
-    if frame.function and _NOISE_FUNCTION_RE.match(frame.function):
-        return True
-    return bool(frame.module and _NOISE_MODULE_RE.search(frame.module))
+    """Whether the frame belongs to a checker, runtime or library (`culprit`'s ignore list)."""
+    return bool(culprit.ignored(frame))
 
 
 def top_frames(frames: Iterable[Frame], n: int = TOP_FRAMES) -> tuple[Frame, ...]:
-    kept = [f for f in frames if not is_noise(f)]
-    return tuple(kept[:n])
+    """The top `n` frames that belong to the subject (`culprit.subject_frames`)."""
+    return culprit.subject_frames(frames)[:n]
 
 
 def signature(finding: Finding) -> Signature:
@@ -118,18 +111,57 @@ class SignatureCount(Record):
     count: int
     fingerprint: str
     example: Finding  # the first finding seen with this signature
+    suppressed: int = 0  # of `count`, findings a suppression (or an allowance) marked
+    suppressed_by: tuple[str, ...] = ()  # what marked them ("supp.xml#1", "allowed: ...")
+    skipped: tuple[str, ...] = ()  # frames above the culprit, not the subject's (`culprit`)
+
+    def tolerance(self) -> str:
+        """`suppressed by supp.xml#1` / `allowed: <reason>` / `2 of 5 suppressed by ...`;
+        "" when nothing marked them: how every report shows a tolerated finding."""
+        if not self.suppressed:
+            return ""
+        why = "; ".join(
+            w if w.startswith("allowed") else f"suppressed by {w}" for w in self.suppressed_by
+        )
+        return why if self.suppressed == self.count else f"{self.suppressed} of {self.count}: {why}"
+
+
+def _skipped(finding: Finding) -> tuple[str, ...]:
+    frames = finding.frames or tuple(f for f in finding.host_frames if f.function)
+    return tuple(normalize_frame(f) for f in culprit.skipped(frames))
 
 
 def group(findings: Iterable[Finding]) -> tuple[SignatureCount, ...]:
     """Findings grouped by signature, most frequent first (ties by fingerprint)."""
     counts: dict[Signature, int] = {}
     examples: dict[Signature, Finding] = {}
+    marked: dict[Signature, dict[str, int]] = {}
     for finding in findings:
         sig = signature(finding)
         counts[sig] = counts.get(sig, 0) + 1
         examples.setdefault(sig, finding)
-    groups = [SignatureCount(s, c, fingerprint(s), examples[s]) for s, c in counts.items()]
+        if finding.suppressed:
+            by = marked.setdefault(sig, {})
+            by[finding.suppressed] = by.get(finding.suppressed, 0) + 1
+    groups = [
+        SignatureCount(
+            s,
+            c,
+            fingerprint(s),
+            examples[s],
+            sum(marked.get(s, {}).values()),
+            tuple(sorted(marked.get(s, {}))),
+            _skipped(examples[s]),
+        )
+        for s, c in counts.items()
+    ]
     return tuple(sorted(groups, key=lambda g: (-g.count, g.fingerprint)))
+
+
+def mark(finding: Finding, why: str) -> Finding:
+    """The finding marked as tolerated (`why`: a suppression's source or `allowed: ...`),
+    unless something marked it already."""
+    return finding if finding.suppressed else replace(finding, suppressed=why)
 
 
 def matches(pattern: TargetPattern, sig: Signature) -> bool:

@@ -7,52 +7,47 @@
     policy:
       unexpected: fail          # fail | report: a signature no target explains
       allow:                    # signatures tolerated anywhere (target syntax)
-        - {checker: memcheck, kind: api-error, code: cudaErrorLaunchFailure}
+        - {checker: memcheck, kind: api-error, code: cudaErrorLaunchFailure,
+           reason: "the context-lost case ends in this error by design", expires: 2027-03-31}
 
 The rules (DESIGN.md, "Verdicts"), in order: a bundle that is incomplete or does not
 verify, an experiment missing from the stored bundles, an inconclusive experiment, or a
 checker that caught no positive control make the gate INCONCLUSIVE; a fix that is not
 causal, or (with `unexpected: fail`) a finding no target explains in any variant, make
-it FAIL; a FAIL outranks an INCONCLUSIVE. Liveness is proven per checker across the
+it FAIL; so does an allowance past its `expires` date (an allowance is a debt with a
+due date, not a permanent waiver); a FAIL outranks an INCONCLUSIVE. Findings an
+allowance tolerates, or a run's suppression file marked (`suppressions.py`), are listed
+with the reason or the suppression, never dropped; an allowance or a suppression that
+matched nothing is reported. Liveness is proven per checker across the
 whole gate: a control in which that checker's run hit a target. Pure: records in,
 `GateResult` out; running and reading bundles is the CLI's business.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import judge
-from orchestrator.findings import matches
-from orchestrator.model import Attempt, Checker, Experiment, Signature, TargetPattern, Verdict
-from orchestrator.schema import SIGNATURE_KEYS
+from orchestrator import allowances, judge, suppressions
+from orchestrator.allowances import Allowance
+from orchestrator.findings import signature
+from orchestrator.model import Attempt, Checker, Experiment, Verdict
 from orchestrator.serial import Record
-from orchestrator.yamlview import View, load
+from orchestrator.yamlview import load
 
 GATE_TOP = {
     "name": "the gate's name",
     "description": "free text for the report",
     "experiments": "experiment configs (paths relative to this file)",
-    "policy": "{unexpected: fail | report, allow: [signature patterns]}",
+    "policy": "{unexpected: fail | report, allow: [signature patterns with reason, expires]}",
 }
 POLICY = {
     "unexpected": "fail: a finding no target explains fails the gate; report: list it only",
     "allow": "signatures tolerated anywhere: a pattern or a list (target syntax)",
 }
-ALLOW = {k: f"signature field {k} (glob)" for k in SIGNATURE_KEYS} | {
-    "case": "case names (glob)",
-    "code": "API error code (glob)",
-}
 UNEXPECTED_CHOICES = ("fail", "report")
-
-
-@dataclass(frozen=True)
-class Allowance(Record):
-    pattern: TargetPattern
-    code: str = ""  # API errors: "cudaErrorLaunchFailure" (not a target field)
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,7 @@ def load_policy(path: Path | str) -> Policy:
         if (u := p.get("unexpected")) is not None:
             unexpected = u.choice(UNEXPECTED_CHOICES)
         if (a := p.get("allow")) is not None:
-            allow = tuple(_allowance(v) for v in (a.items() if a.is_list else [a]))
+            allow = tuple(allowances.load(v) for v in (a.items() if a.is_list else [a]))
     return Policy(
         name,
         tuple(experiments),
@@ -99,18 +94,6 @@ def load_policy(path: Path | str) -> Policy:
         allow,
         path,
     )
-
-
-def _allowance(view: View) -> Allowance:
-    f = view.mapping(ALLOW)
-    values: dict[str, object] = {}
-    for key in SIGNATURE_KEYS + ("case",):
-        if (item := f.get(key)) is not None:
-            values[key] = item.integer(minimum=0) if key == "size" else item.text()
-    code = f.get("code")
-    if not values and code is None:
-        raise view.error("an allowance needs at least one signature key or 'code'")
-    return Allowance(TargetPattern(**values), code.text() if code else "")  # type: ignore[arg-type]
 
 
 def default_policy(configs: Sequence[Path]) -> Policy:
@@ -142,6 +125,19 @@ class Unexpected(Record):
 
 
 @dataclass(frozen=True)
+class Tolerated(Record):
+    """Findings of one signature an allowance or a suppression let through, and why."""
+
+    experiment: str
+    variant: str
+    run: str
+    signature: str
+    findings: int
+    why: str  # "allowed: <reason>" or "suppressed by <file>#<n>"
+    by: str  # the allowance's label or the suppression's source
+
+
+@dataclass(frozen=True)
 class Liveness(Record):
     checker: Checker
     caught_by: tuple[str, ...]  # "experiment/variant": controls whose checker run hit a target
@@ -168,6 +164,9 @@ class GateResult(Record):
     liveness: tuple[Liveness, ...]
     unexpected: tuple[Unexpected, ...]
     allowed: int = 0  # findings an allowance tolerated
+    tolerated: tuple[Tolerated, ...] = ()  # allowed or suppressed findings, with why
+    unused: tuple[str, ...] = ()  # allowances and suppressions that matched nothing
+    expired: tuple[str, ...] = ()  # allowances past their date (each fails the gate)
 
 
 def liveness(judged: Sequence[Judged]) -> tuple[Liveness, ...]:
@@ -193,25 +192,49 @@ def liveness(judged: Sequence[Judged]) -> tuple[Liveness, ...]:
     return tuple(Liveness(c, tuple(by)) for c, by in ordered)
 
 
-def _allowed(allow: Sequence[Allowance], sig: Signature) -> bool:
-    return any(
-        matches(a.pattern, sig) and (not a.code or fnmatch.fnmatchcase(sig.code, a.code))
-        for a in allow
-    )
-
-
 def unexpected(
     judged: Sequence[Judged], allow: Sequence[Allowance]
-) -> tuple[list[Unexpected], int]:
-    """Findings no target explains, in any variant, less the allowed ones (and their count)."""
-    out, tolerated = [], 0
+) -> tuple[list[Unexpected], list[Tolerated]]:
+    """Findings no target explains, in any variant, less those an allowance tolerates
+    (listed apart, with its reason); an expired allowance tolerates nothing."""
+    out, tolerated = [], []
     for j in judged:
         for variant, run, sig, count in judge.uncovered(j.experiment, j.attempts):
-            if _allowed(allow, sig):
-                tolerated += count
+            by = allowances.find(allow, sig)
+            if by is not None:
+                where = (j.experiment.name, variant, run, sig.label(), count)
+                tolerated.append(Tolerated(*where, f"allowed: {by.reason}", by.label()))
             else:
                 out.append(Unexpected(j.experiment.name, variant, run, sig.label(), count))
     return out, tolerated
+
+
+def suppressed(judged: Sequence[Judged]) -> tuple[list[Tolerated], list[str]]:
+    """Findings a run's suppression file marked, and the suppressions that matched
+    nothing in their run (over every variant of it)."""
+    out: dict[tuple[str, str, str, str, str], int] = {}
+    unused = []
+    for j in judged:
+        for run in j.experiment.runs:
+            findings = [f for a in j.attempts if a.run == run.name for f in a.findings]
+            for a in (a for a in j.attempts if a.run == run.name):
+                for f in a.findings:
+                    if f.suppressed:
+                        key = (
+                            j.experiment.name,
+                            a.variant,
+                            run.name,
+                            signature(f).label(),
+                            f.suppressed,
+                        )
+                        out[key] = out.get(key, 0) + 1
+            for s in suppressions.unmatched(run.suppressions, findings):
+                unused.append(f"{j.experiment.name}/{run.name}: {suppressions.why_unmatched(s)}")
+    rows = [
+        Tolerated(e, v, r, label, n, f"suppressed by {source}", source)
+        for (e, v, r, label, source), n in out.items()
+    ]
+    return rows, unused
 
 
 def decide(
@@ -219,10 +242,13 @@ def decide(
     judged: Sequence[Judged],
     missing: Sequence[str] = (),
     broken: Sequence[str] = (),
+    today: datetime.date | None = None,
 ) -> GateResult:
     """The gate's verdict over the judged experiments; `missing` names experiments the
     policy lists that have no records (a stored bundle without them), `broken` says why
-    each unreadable bundle could not be judged."""
+    each unreadable bundle could not be judged; `today` decides which allowances have
+    expired (the local date when None)."""
+    today = today or datetime.date.today()
     fails: list[str] = []
     unsure = [f"experiment {name}: no results (not in the bundles given)" for name in missing]
     unsure += list(broken)
@@ -237,7 +263,20 @@ def decide(
             fails.append(f"{name}: the fix is not causal: {reasons[0]}")
         elif verdict is Verdict.INCONCLUSIVE:
             unsure.append(f"{name}: inconclusive: {reasons[0] if reasons else 'no reason given'}")
-    surprises, tolerated = unexpected(judged, policy.allow)
+    expired = [a for a in policy.allow if a.expired(today)]
+    fails += [
+        f"{a.label()} expired on {a.expires} (reason given: {a.reason}): fix the finding, "
+        "or renew the allowance with a new date"
+        for a in expired
+    ]
+    surprises, allowed = unexpected(judged, [a for a in policy.allow if a not in expired])
+    hidden, unused = suppressed(judged)
+    used = {t.by for t in allowed}
+    unused = [
+        f"{a.label()} matched no finding: remove it"
+        for a in policy.allow
+        if a not in expired and a.label() not in used
+    ] + unused
     if surprises and policy.unexpected == "fail":
         first = surprises[0]
         more = f" (+{len(surprises) - 1} more)" if len(surprises) > 1 else ""
@@ -267,9 +306,12 @@ def decide(
     return GateResult(
         policy.name,
         verdict,
-        tuple(dict.fromkeys(reasons)),
+        tuple(dict.fromkeys(reasons + unused)),
         tuple(verdicts),
         live,
         tuple(surprises),
-        tolerated,
+        sum(t.findings for t in allowed),
+        tuple(allowed + hidden),
+        tuple(unused),
+        tuple(f"{a.label()} expired on {a.expires}" for a in expired),
     )

@@ -31,6 +31,7 @@ from orchestrator.model import (
     Build,
     Checker,
     Experiment,
+    Finding,
     Outcome,
     Run,
     Signature,
@@ -38,6 +39,12 @@ from orchestrator.model import (
     Verdict,
 )
 from orchestrator.serial import Record
+
+
+def judged_findings(attempt: Attempt) -> tuple[Finding, ...]:
+    """The findings the verdict weighs: all but those a run's suppression file marked
+    (the gate lists those apart, with the suppression that matched them)."""
+    return tuple(f for f in attempt.findings if not f.suppressed)
 
 
 def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
@@ -87,7 +94,7 @@ def _pattern_target(p: TargetPattern) -> _Target:
             return False
         if p.outcome is not None:
             return a.conclusive and a.outcome is p.outcome
-        return any(matches(p, signature(f)) for f in a.findings)
+        return any(matches(p, signature(f)) for f in judged_findings(a))
 
     def applies(run: Run, tool: Checker) -> bool:
         # a pattern naming its checker waits for that tool: with `checker: asan` and
@@ -101,7 +108,7 @@ def _signature_target(run: str, fp: str, label: str) -> _Target:
     return _Target(
         f"{run}: {label}",
         lambda r, _: r.name == run,
-        lambda a: any(fingerprint(signature(f)) == fp for f in a.findings),
+        lambda a: any(fingerprint(signature(f)) == fp for f in judged_findings(a)),
         lambda sig: fingerprint(sig) == fp,
     )
 
@@ -169,7 +176,11 @@ def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) 
         shared: set[tuple[str, str]] | None = None
         for control in controls:
             per_repeat = [
-                {(fingerprint(s), s.label()) for a in attempts for s in map(signature, a.findings)}
+                {
+                    (fingerprint(s), s.label())
+                    for a in attempts
+                    for s in map(signature, judged_findings(a))
+                }
                 if run.checker is not Checker.NONE
                 else {
                     (a.case, f"case {a.case} {a.outcome.value}")
@@ -201,7 +212,7 @@ def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
                 if a.conclusive and a.outcome is Outcome.FAILED:
                     out.add(f"case {a.case} failed")
             else:
-                out.update(signature(f).label() for f in a.findings)
+                out.update(signature(f).label() for f in judged_findings(a))
     return out
 
 
@@ -232,7 +243,7 @@ def _uncovered(index: _Index, targets: Sequence[_Target]) -> list[tuple[str, str
     for (variant, run_name, _), attempts in sorted(index.by.items()):
         run = index.experiment.run(run_name)
         for a in attempts:
-            for sig in map(signature, a.findings):
+            for sig in map(signature, judged_findings(a)):
                 if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
                     out[(variant, run_name, sig)] += 1
     return [(v, r, sig, n) for (v, r, sig), n in out.items()]
@@ -242,7 +253,8 @@ def uncovered(
     experiment: Experiment, attempts: Iterable[Attempt]
 ) -> tuple[tuple[str, str, Signature, int], ...]:
     """(variant, run, signature, findings) of every finding, in any variant, that none of
-    the experiment's targets covers: what a gate calls an unexpected signature."""
+    the experiment's targets covers and no suppression marked: what a gate calls an
+    unexpected signature."""
     index = _Index(experiment, attempts)
     return tuple(_uncovered(index, _targets(index, _k_of(experiment))))
 

@@ -105,6 +105,18 @@ class Variant(Record):
 
 
 @dataclass(frozen=True)
+class Suppression(Record):
+    """One record of a compute-sanitizer suppression file (`suppressions.py` reads and
+    matches them). String values are regexes, as the tool treats them."""
+
+    source: str  # "path/supp.xml#2": the file and the record's number in it
+    kind: str  # the tool's <kind>: "Api", "Precise", ...
+    what: tuple[tuple[str, str], ...] = ()  # <what> children: ("api", "cuda.*"), ("size", "4")
+    frames: tuple[tuple[str, str, str], ...] = ()  # (function, file, module), innermost first
+    stack: str = ""  # "host" or "device": which of a finding's stacks `frames` is
+
+
+@dataclass(frozen=True)
 class Run(Record):
     name: str
     checker: Checker
@@ -113,6 +125,7 @@ class Run(Record):
     repeats: int | None = None  # None: the experiment's
     timeout: float | None = None  # seconds per attempt; None: the experiment's
     description: str = ""
+    suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
 
 
 @dataclass(frozen=True)
@@ -289,6 +302,8 @@ class Finding(Record):
     address: str = ""
     detail: str = ""
     hazards: int | None = None  # racecheck: "[508 hazards]"
+    severity: str = ""  # racecheck: "error", "warning", "info" (RACECHECK SUMMARY splits by it)
+    suppressed: str = ""  # the suppression that matched it ("" none): kept, shown as suppressed
     pid: int | None = None
     case: str = ""  # pytest node id from the case markers around it ("" outside any)
     header: str = ""  # the record's first line, verbatim
@@ -307,10 +322,12 @@ class ParseResult(Record):
     app_crashed: bool = False  # "process didn't terminate successfully"
     summary_lines: tuple[str, ...] = ()
     unparsed: tuple[str, ...] = ()  # checker lines no matcher knew (first few)
+    summary_split: tuple[int, int] | None = None  # racecheck: the summary's (errors, warnings)
+    count_mismatch: str = ""  # how csorch's count differs from the tool's summary ("" agrees)
 
     @property
     def conclusive(self) -> bool:
-        return self.complete and not self.tool_errors
+        return not self.reason
 
     @property
     def reason(self) -> str:
@@ -319,6 +336,8 @@ class ParseResult(Record):
             return "checker error: " + self.tool_errors[0]
         if not self.complete:
             return "log has no end-of-run summary (truncated, crashed or checker not live)"
+        if self.count_mismatch:
+            return "parse incomplete: " + self.count_mismatch
         return ""
 
 

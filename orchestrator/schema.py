@@ -50,6 +50,7 @@ RUN = {
     "name": "the run's name",
     "checker": "none, memcheck, initcheck, racecheck or synccheck",
     "options": "extra compute-sanitizer options",
+    "suppressions": "compute-sanitizer suppression XML files (paths relative to this file)",
     "env": "environment for the cases",
     "repeats": "N for this run",
     "timeout": "time limit per attempt for this run",

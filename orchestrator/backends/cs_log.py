@@ -1,31 +1,42 @@
 """Streaming parser for compute-sanitizer's text log (memcheck, initcheck, racecheck,
 synccheck, leak check), and the old CUDA-MEMCHECK wording.
 
-The grammar is the `*_RE` patterns below, each with an example line (prefix removed).
-A checker line starts with the prefix (`=========`); a header line has one space after
-it, a detail line is indented further, and a bare prefix ends a record. Lines without
-the prefix (the application's own output) are ignored. One small handler per record
-kind; `parse` never raises on odd input: unknown checker lines are kept in `unparsed`.
+The grammar is the `*_RE` patterns below (memcheck, initcheck and synccheck records),
+in `cs_race` (racecheck's records) and in `cs_summary` (the end-of-run lines), each with
+an example line (prefix removed). A checker line starts with the prefix (`=========`); a
+header line has one space after it, a detail line is indented further, and a bare
+prefix ends a record. Lines without the prefix (the application's own output) are
+ignored. One small handler per record kind; `parse` never raises on odd input: unknown
+checker lines are kept in `unparsed`.
 
 A log is complete only when an `ERROR SUMMARY` (or `RACECHECK SUMMARY`) line closes
 it and no record starts after the last summary; anything else (truncated log, crashed
-tool, no CUDA use with `--require-cuda-init no`) is incomplete, never clean.
+tool, no CUDA use with `--require-cuda-init no`) is incomplete, never clean. A complete
+log whose summary counts more (or fewer) records than csorch parsed carries a
+`count_mismatch`, which makes it inconclusive too (`cs_summary`).
+
+With `--destroy-on-device-error kernel` the faulting kernel ends and the process goes
+on: records of later kernels follow, with no CUDA API error between them; with the
+default (`context`) the next CUDA call reports `Program hit cudaErrorLaunchFailure`.
+Both are plain sequences of records to this parser.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
+from dataclasses import replace
 
+from orchestrator.backends import cs_race, cs_summary
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
-from orchestrator.backends.cs_frames import device_frame, host_frame, trim_host
-from orchestrator.model import Checker, Finding, Frame, ParseResult
+from orchestrator.backends.cs_frames import device_frame, host_frame
+from orchestrator.backends.cs_state import DetailHandler, Draft, Handler, State, number
+from orchestrator.model import Checker, Frame, ParseResult
 
 PREFIX = "========="
 MAX_UNPARSED = 20
 
-# --- record headers ---------------------------------------------------------------
+# --- record headers (racecheck's: cs_race) ---------------------------------------------
 # COMPUTE-SANITIZER            (also the old banner: CUDA-MEMCHECK)
 BANNER_RE = re.compile(r"^(?:COMPUTE-SANITIZER|CUDA-MEMCHECK)$")
 # Invalid __global__ read of size 8 bytes
@@ -35,49 +46,38 @@ INVALID_ACCESS_RE = re.compile(
 )
 # Misaligned Shared or Local Address    (also: Out-of-range Shared or Local Address)
 SHARED_LOCAL_RE = re.compile(r"^(?P<what>Misaligned|Out-of-range) Shared or Local Address$")
+# Warp Illegal Address    (hardware exceptions: imprecise, no access size; also Lane/Device)
+HARDWARE_RE = re.compile(
+    r"^(?:(?:Warp|Lane|Device) )?(?P<what>Illegal Address|Misaligned Address|"
+    r"Out-of-range Address|Invalid Address Space|Invalid PC|Misaligned PC|Illegal Instruction|"
+    r"Hardware Stack Overflow|User Stack Overflow|Assert)$"
+)
+# Malloc/Free error encountered : Double free
+MALLOC_FREE_RE = re.compile(r"^Malloc/Free error encountered\s*:\s*(?P<what>.+)$")
 # Uninitialized __global__ memory read of size 4 bytes
 UNINITIALIZED_RE = re.compile(
     r"^Uninitialized __(?P<space>\w+?)__ memory (?P<access>read|write) of size "
     r"(?P<size>[\d,]+)(?: bytes?)?$"
 )
-# Error: Race reported between Write access at k(int *)+0x90 in f.cu:41
-RACE_RE = re.compile(
-    r"^(?P<severity>Error|Warning|ERROR|WARNING): Race reported between "
-    r"(?P<access>\w+) access at (?P<location>.+)$"
+# Unused __global__ memory in allocation 0x7fed9f400000 of size 100 bytes
+#   (initcheck --track-unused-memory; also "Unused memory in allocation 0x... called NAME ...")
+UNUSED_RE = re.compile(
+    r"^Unused (?:__(?P<space>\w+?)__ )?memory in allocation(?: 0x(?P<address>[0-9a-fA-F]+))?"
+    r".*? of size (?P<size>[\d,]+)(?: bytes?)?.*$"
 )
-# Barrier error detected. Divergent thread(s) in block.
+# Barrier error detected. Divergent thread(s) in block.     (also: "... Invalid arguments")
 BARRIER_RE = re.compile(r"^Barrier error detected\.\s*(?P<detail>.*)$")
-# Leaked 64 bytes at 0x7f3c4a000000
-LEAK_RE = re.compile(r"^Leaked (?P<size>[\d,]+) bytes? at 0x(?P<address>[0-9a-fA-F]+).*$")
+# Warpgroup MMA sequence error detected. ...     (synccheck, wgmma on sm_90a)
+WGMMA_RE = re.compile(r"^Warpgroup MMA sequence error detected\.?\s*(?P<detail>.*)$")
+# Leaked 64 bytes at 0x7f3c4a000000         (also "... on the device heap", "... called NAME")
+LEAK_RE = re.compile(r"^Leaked (?P<size>[\d,]+) bytes? at 0x(?P<address>[0-9a-fA-F]+)(?P<rest>.*)$")
 # Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on
 #   CUDA API call to cudaFree.
+# Program hit invalid copy direction for memcpy (error 21) on CUDA API call to cudaMemcpy.
 API_ERROR_RE = re.compile(
-    r'^Program hit (?P<code>\S+) \(error (?P<number>\d+)\) due to "(?P<reason>[^"]*)" '
-    r"on (?:CUDA )?(?:\w+ )?API call to (?P<call>[\w:]+)\.?$"
+    r"^Program hit (?P<code>.+?) \(error (?P<number>\d+)\)"
+    r'(?: due to "(?P<reason>[^"]*)")? on (?:CUDA )?(?:\w+ )?API call to (?P<call>[\w:]+)\.?$'
 )
-
-# --- end-of-run and status lines --------------------------------------------------------
-# ERROR SUMMARY: 4,098 errors
-ERROR_SUMMARY_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[\d,]+) errors?$")
-# ERROR SUMMARY: 3998 errors were not printed. Use --print-limit option to adjust ...
-NOT_PRINTED_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[\d,]+) errors? (?:was|were) not printed")
-# RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
-RACECHECK_SUMMARY_RE = re.compile(
-    r"^RACECHECK SUMMARY: (?P<count>[\d,]+) hazards? displayed "
-    r"\((?P<errors>[\d,]+) errors?, (?P<warnings>[\d,]+) warnings?\)$"
-)
-# LEAK SUMMARY: 64 bytes leaked in 1 allocations
-LEAK_SUMMARY_RE = re.compile(r"^LEAK SUMMARY: [\d,]+ bytes? leaked in [\d,]+ allocations?$")
-# Error: Target application terminated before first instrumented API call
-NOT_INSTRUMENTED_RE = re.compile(
-    r"^(?:Error: )?Target application terminated before first instrumented API call\.?$"
-)
-# Target application returned an error
-APP_ERROR_RE = re.compile(r"^Target application returned an error$")
-# Error: process didn't terminate successfully
-APP_CRASHED_RE = re.compile(r"^Error: process didn't terminate successfully$")
-# Internal Sanitizer Error: ...          (also any other "Error: ..." from the tool)
-TOOL_ERROR_RE = re.compile(r"^(?:Internal Sanitizer Error|Error|ERROR): (?P<message>.+)$")
 
 # --- detail lines (indented) --------------------------------------------------------
 # at k(float *, int)+0xb0 in /src/k.cu:41      (location optional without -lineinfo)
@@ -86,243 +86,142 @@ AT_RE = re.compile(r"^at (?P<location>.+)$")
 THREAD_RE = re.compile(r"^by thread \((?P<thread>[^)]*)\) in block \((?P<block>[^)]*)\)$")
 # Access to 0x7f8aa4804208 is out of bounds    (older: "Address 0x... is out of bounds")
 ADDRESS_RE = re.compile(
-    r"^(?:Address|Access (?:to|at)) 0x(?P<address>[0-9a-fA-F]+) (?P<detail>.+)$"
+    r"^(?:Address|Access (?:to|at)) 0x(?P<address>[0-9a-fA-F]+)(?: (?P<detail>.+))?$"
 )
 # and is 504 bytes before the nearest allocation at 0x7f8aa4804400 of size 16 bytes
 NEAREST_RE = re.compile(r"^and is .+$")
 # Saved host backtrace up to driver entry point at kernel launch time
 SAVED_BACKTRACE_RE = re.compile(r"^Saved host backtrace up to driver entry point\b.*$")
-# Device Frame: helper(float)+0x30 in /src/k.cu:12
+# Device Frame: helper(float)+0x30 in /src/k.cu:12      (a caller of the `at` frame)
 DEVICE_FRAME_RE = re.compile(r"^Device Frame:\s*(?P<location>.+)$")
 # Host Frame: cudaLaunchKernel [0x4a2b1] in libcudart.so.13
 HOST_FRAME_RE = re.compile(r"^Host Frame:\s*(?P<frame>.*)$")
 # in /lib/x86_64-linux-gnu/libcuda.so.1    (second line of an older two-line host frame)
 HOST_MODULE_RE = re.compile(r"^in (?P<module>\S.*)$")
-# and Read access at k(int *)+0x100 in f.cu:51 [508 hazards]
-RACE_SECOND_RE = re.compile(
-    r"^and (?P<access>\w+) access at (?P<location>.+?)(?: \[(?P<hazards>[\d,]+) hazards?\])?$"
-)
 
 
-def _int(text: str) -> int:
-    return int(text.replace(",", ""))
+def _on_invalid_access(s: State, m: re.Match[str], line: str) -> None:
+    s.new("invalid-access", line, access=m["access"], size=number(m["size"]), space=m["space"])
 
 
-@dataclass
-class _Draft:
-    finding: Finding
-    frames: list[Frame] = field(default_factory=list)
-    host_frames: list[Frame] = field(default_factory=list)
-    details: list[str] = field(default_factory=list)
-    in_host: bool = False
-
-    def done(self) -> Finding:
-        detail = "; ".join(d for d in (self.finding.detail, *self.details) if d)
-        return replace(
-            self.finding,
-            frames=tuple(self.frames),
-            host_frames=trim_host(self.host_frames),
-            detail=detail,
-        )
-
-
-@dataclass
-class _State:
-    checker: Checker
-    case: str = ""
-    findings: list[Finding] = field(default_factory=list)
-    draft: _Draft | None = None
-    error_count: int | None = None
-    race_count: int | None = None
-    not_printed: int = 0
-    open_after_summary: bool = False
-    tool_errors: list[str] = field(default_factory=list)
-    summary_lines: list[str] = field(default_factory=list)
-    unparsed: list[str] = field(default_factory=list)
-    app_error: bool = False
-    app_crashed: bool = False
-
-    def close(self) -> None:
-        if self.draft is not None:
-            self.findings.append(self.draft.done())
-            self.draft = None
-
-    def start(self, finding: Finding) -> _Draft:
-        self.close()
-        self.draft = _Draft(finding)
-        self.open_after_summary = True
-        return self.draft
-
-
-Handler = Callable[[_State, re.Match[str], str], None]
-
-
-def _new(
-    state: _State, kind: str, header: str, checker: Checker | None = None, **fields: object
-) -> _Draft:
-    finding = Finding(
-        checker=checker or state.checker,
-        kind=kind,
-        header=header,
-        case=state.case,
-        **fields,  # type: ignore[arg-type]
-    )
-    return state.start(finding)
-
-
-def _on_invalid_access(s: _State, m: re.Match[str], line: str) -> None:
-    _new(s, "invalid-access", line, access=m["access"], size=_int(m["size"]), space=m["space"])
-
-
-def _on_shared_local(s: _State, m: re.Match[str], line: str) -> None:
+def _on_shared_local(s: State, m: re.Match[str], line: str) -> None:
     kind = "misaligned-address" if m["what"] == "Misaligned" else "out-of-range-address"
-    _new(s, kind, line, space="shared-or-local")
+    s.new(kind, line, space="shared-or-local")
 
 
-def _on_uninitialized(s: _State, m: re.Match[str], line: str) -> None:
-    _new(
-        s,
+def _on_hardware(s: State, m: re.Match[str], line: str) -> None:
+    s.new("hardware-exception", line, Checker.MEMCHECK, detail=m["what"].lower())
+
+
+def _on_malloc_free(s: State, m: re.Match[str], line: str) -> None:
+    s.new("malloc-free-error", line, Checker.MEMCHECK, detail=m["what"].strip().lower())
+
+
+def _on_uninitialized(s: State, m: re.Match[str], line: str) -> None:
+    s.new(
         "uninitialized-access",
         line,
         Checker.INITCHECK,
         access=m["access"],
-        size=_int(m["size"]),
+        size=number(m["size"]),
         space=m["space"],
     )
 
 
-def _on_race(s: _State, m: re.Match[str], line: str) -> None:
-    d = _new(
-        s, "race", line, Checker.RACECHECK, access=m["access"].lower(), detail=m["severity"].lower()
+def _on_unused(s: State, m: re.Match[str], line: str) -> None:
+    s.new(
+        "unused-memory",
+        line,
+        Checker.INITCHECK,
+        size=number(m["size"]),
+        space=m["space"] or "",
+        address=m["address"] or "",
     )
-    d.frames.append(device_frame(m["location"]))
 
 
-def _on_barrier(s: _State, m: re.Match[str], line: str) -> None:
-    _new(s, "barrier-error", line, Checker.SYNCCHECK, detail=m["detail"])
+def _on_barrier(s: State, m: re.Match[str], line: str) -> None:
+    s.new("barrier-error", line, Checker.SYNCCHECK, detail=m["detail"].rstrip("."))
 
 
-def _on_leak(s: _State, m: re.Match[str], line: str) -> None:
-    _new(s, "leak", line, size=_int(m["size"]), address=m["address"])
+def _on_wgmma(s: State, m: re.Match[str], line: str) -> None:
+    s.new("wgmma-error", line, Checker.SYNCCHECK, detail=m["detail"].rstrip("."))
 
 
-def _on_api_error(s: _State, m: re.Match[str], line: str) -> None:
+def _on_leak(s: State, m: re.Match[str], line: str) -> None:
+    space = "device-heap" if "on the device heap" in m["rest"] else ""
+    s.new("leak", line, size=number(m["size"]), address=m["address"], space=space)
+
+
+def _on_api_error(s: State, m: re.Match[str], line: str) -> None:
     # the failing call is the record's only frame, so it becomes the signature's function
-    d = _new(s, "api-error", line, code=m["code"], detail=m["reason"])
+    d = s.new("api-error", line, code=m["code"], detail=m["reason"] or "")
     d.frames.append(Frame(function=m["call"]))
 
 
-def _on_error_summary(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.error_count = (s.error_count or 0) + _int(m["count"])
-    s.open_after_summary = False
-    s.summary_lines.append(line)
-
-
-def _on_not_printed(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.not_printed += _int(m["count"])
-    s.summary_lines.append(line)
-
-
-def _on_race_summary(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.race_count = (s.race_count or 0) + _int(m["count"])
-    s.open_after_summary = False
-    s.summary_lines.append(line)
-
-
-def _on_summary_line(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.summary_lines.append(line)
-
-
-def _on_banner(s: _State, m: re.Match[str], line: str) -> None:
+def _on_banner(s: State, m: re.Match[str], line: str) -> None:
     s.close()
 
 
-def _on_app_error(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.app_error = True
-
-
-def _on_app_crashed(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.app_crashed = True
-
-
-def _on_tool_error(s: _State, m: re.Match[str], line: str) -> None:
-    s.close()
-    s.tool_errors.append(line)
-
-
-# order matters: specific wordings before the generic "Error: ..."
+# order matters: record wordings, then racecheck's, then the summary and status lines,
+# and the generic "Error: ..." (a tool error) last
 HEADERS: tuple[tuple[re.Pattern[str], Handler], ...] = (
     (BANNER_RE, _on_banner),
     (INVALID_ACCESS_RE, _on_invalid_access),
     (SHARED_LOCAL_RE, _on_shared_local),
+    (HARDWARE_RE, _on_hardware),
+    (MALLOC_FREE_RE, _on_malloc_free),
     (UNINITIALIZED_RE, _on_uninitialized),
-    (RACE_RE, _on_race),
+    (UNUSED_RE, _on_unused),
     (BARRIER_RE, _on_barrier),
+    (WGMMA_RE, _on_wgmma),
     (LEAK_RE, _on_leak),
     (API_ERROR_RE, _on_api_error),
-    (NOT_PRINTED_RE, _on_not_printed),
-    (ERROR_SUMMARY_RE, _on_error_summary),
-    (RACECHECK_SUMMARY_RE, _on_race_summary),
-    (LEAK_SUMMARY_RE, _on_summary_line),
-    (NOT_INSTRUMENTED_RE, _on_tool_error),
-    (APP_ERROR_RE, _on_app_error),
-    (APP_CRASHED_RE, _on_app_crashed),
-    (TOOL_ERROR_RE, _on_tool_error),
+    *cs_race.HEADERS,
+    *cs_summary.HEADERS,
+    *cs_summary.LAST,
 )
 
 
-def _on_at(d: _Draft, m: re.Match[str]) -> None:
+def _on_at(d: Draft, m: re.Match[str]) -> None:
     d.frames.insert(0, device_frame(m["location"]))
 
 
-def _on_thread(d: _Draft, m: re.Match[str]) -> None:
+def _on_thread(d: Draft, m: re.Match[str]) -> None:
     d.finding = replace(d.finding, thread=m["thread"], block=m["block"])
 
 
-def _on_address(d: _Draft, m: re.Match[str]) -> None:
+def _on_address(d: Draft, m: re.Match[str]) -> None:
     d.finding = replace(d.finding, address=m["address"])
-    d.details.append(m["detail"])
+    if m["detail"]:
+        d.details.append(m["detail"])
 
 
-def _on_nearest(d: _Draft, m: re.Match[str]) -> None:
+def _on_nearest(d: Draft, m: re.Match[str]) -> None:
     d.details.append(m[0])
 
 
-def _on_saved_backtrace(d: _Draft, m: re.Match[str]) -> None:
+def _on_saved_backtrace(d: Draft, m: re.Match[str]) -> None:
     d.in_host = True
 
 
-def _on_device_frame(d: _Draft, m: re.Match[str]) -> None:
+def _on_device_frame(d: Draft, m: re.Match[str]) -> None:
     d.frames.append(device_frame(m["location"]))
 
 
-def _on_host_frame(d: _Draft, m: re.Match[str]) -> None:
+def _on_host_frame(d: Draft, m: re.Match[str]) -> None:
     d.host_frames.append(host_frame(m["frame"]))
 
 
-def _on_host_module(d: _Draft, m: re.Match[str]) -> None:
+def _on_host_module(d: Draft, m: re.Match[str]) -> None:
     if d.host_frames and not d.host_frames[-1].module:
         d.host_frames[-1] = replace(d.host_frames[-1], module=m["module"])
 
 
-def _on_race_second(d: _Draft, m: re.Match[str]) -> None:
-    first = d.finding.access
-    hazards = _int(m["hazards"]) if m["hazards"] else None
-    d.finding = replace(d.finding, access=f"{first}-{m['access'].lower()}", hazards=hazards)
-    d.frames.append(device_frame(m["location"]))
-
-
-DETAILS: tuple[tuple[re.Pattern[str], Callable[[_Draft, re.Match[str]], None]], ...] = (
+DETAILS: tuple[tuple[re.Pattern[str], DetailHandler], ...] = (
     (AT_RE, _on_at),
     (THREAD_RE, _on_thread),
     (ADDRESS_RE, _on_address),
-    (RACE_SECOND_RE, _on_race_second),
+    *cs_race.DETAILS,
     (NEAREST_RE, _on_nearest),
     (SAVED_BACKTRACE_RE, _on_saved_backtrace),
     (DEVICE_FRAME_RE, _on_device_frame),
@@ -331,11 +230,17 @@ DETAILS: tuple[tuple[re.Pattern[str], Callable[[_Draft, re.Match[str]], None]], 
 )
 
 
+def _split(state: State) -> tuple[int, int]:
+    """csorch's (errors, warnings) over its racecheck records, as the tool's summary splits."""
+    severities = [f.severity for f in state.findings if f.checker is Checker.RACECHECK]
+    return severities.count("error"), severities.count("warning")
+
+
 def parse(
     lines: Iterable[str], *, prefix: str = PREFIX, checker: Checker = Checker.MEMCHECK
 ) -> ParseResult:
     """Parse a compute-sanitizer text log, one line at a time."""
-    state = _State(checker=checker)
+    state = State(checker=checker)
     for raw in lines:
         line = raw.rstrip("\r\n")
         # the prefix is followed by a space or nothing ("====== test session starts" is not)
@@ -368,9 +273,10 @@ def parse(
     seen_summary = state.error_count is not None or state.race_count is not None
     complete = seen_summary and not state.open_after_summary
     count = state.error_count if state.error_count is not None else state.race_count
+    summary_count = count if complete else None
     return ParseResult(
         findings=tuple(state.findings),
-        summary_count=count if complete else None,
+        summary_count=summary_count,
         not_printed=state.not_printed,
         complete=complete,
         tool_errors=tuple(state.tool_errors),
@@ -378,4 +284,11 @@ def parse(
         app_crashed=state.app_crashed,
         summary_lines=tuple(state.summary_lines),
         unparsed=tuple(state.unparsed),
+        summary_split=state.race_split,
+        count_mismatch=cs_summary.mismatch(
+            summary_count,
+            len(state.findings) + state.not_printed,
+            state.race_split if state.error_count is None else None,
+            _split(state),
+        ),
     )

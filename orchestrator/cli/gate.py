@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from orchestrator import backends, bundle, cache, compare, gate, host, judge, verify, workflow
+from orchestrator import (
+    allowances,
+    backends,
+    bundle,
+    cache,
+    compare,
+    gate,
+    host,
+    judge,
+    verify,
+    workflow,
+)
+from orchestrator.allowances import Allowance
 from orchestrator.bundle import atomic_write
 from orchestrator.cli import (
     VERDICT_EXIT,
@@ -135,13 +149,14 @@ def stored(path: Path) -> gate.Judged:
     )
 
 
-def _sections(judged: list[gate.Judged]) -> list[str]:
-    """Each experiment's Markdown section, from its bundle."""
+def _sections(judged: list[gate.Judged], allow: Sequence[Allowance] = ()) -> list[str]:
+    """Each experiment's Markdown section, from its bundle, the findings the policy's
+    allowances tolerate marked `allowed: <reason>` (expired ones tolerate nothing)."""
     sections = []
     for j in judged:
         if j.bundle and (Path(j.bundle) / bundle.RESULTS).exists():
             results, manifest = bundle.read(j.bundle)
-            sections.append(markdown.render(results, manifest))
+            sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
     return sections
 
 
@@ -221,7 +236,8 @@ def gate_command(
         out_dir.mkdir(parents=True, exist_ok=True)
         doc = {"schema": GATE_SCHEMA, **result.to_dict()}
         atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
-        report = "\n".join([verdicts.gate_markdown(result), *_sections(judged)])
+        live = [a for a in policy.allow if not a.expired(datetime.date.today())]
+        report = "\n".join([verdicts.gate_markdown(result), *_sections(judged, live)])
         atomic_write(out_dir / REPORT, report)
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])

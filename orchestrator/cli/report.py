@@ -9,6 +9,7 @@ publishes a report does not fail because the fix did.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -16,10 +17,10 @@ import typer
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from orchestrator import allowances, gate, report
 from orchestrator import bundle as bundles
-from orchestrator import report
 from orchestrator.cli import ExitCode, app, fail, out
-from orchestrator.errors import BundleError, CsorchError
+from orchestrator.errors import BundleError, ConfigError, CsorchError
 from orchestrator.report import table
 
 FORMATS = ("table", *report.FORMATS)
@@ -62,17 +63,29 @@ def report_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write the report here, not to stdout")
     ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="a gate config: show the findings its allowances tolerate as allowed",
+        ),
+    ] = None,
 ) -> None:
     """Render a results bundle as a table, Markdown (a PR's validation section), JUnit
-    XML, SARIF 2.1.0 or its results.json."""
+    XML, SARIF 2.1.0 or its results.json. Suppressed findings are always shown as such;
+    with --policy, so are the findings a gate's unexpired allowances tolerate."""
     if fmt not in FORMATS:
         raise fail(
             CsorchError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))
         )
     try:
         results, manifest = bundles.read(bundle)
+        if policy is not None:
+            allow = gate.load_policy(policy).allow
+            today = datetime.date.today()
+            results = allowances.mark_results(results, [a for a in allow if not a.expired(today)])
         records = bundles.records(results)  # a bundle that cannot be read back fails here
-    except BundleError as exc:
+    except (BundleError, ConfigError) as exc:
         raise fail(exc) from None
     except (KeyError, TypeError, ValueError) as exc:
         # results.json of the right schema but damaged: the user's input, not a bug

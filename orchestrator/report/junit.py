@@ -57,8 +57,11 @@ def _findings_text(cell: rows.Cell) -> str:
     lines = []
     for sig in group(cell.findings):
         lines.append(f"{sig.count} x {sig.signature.label()} [signature {sig.fingerprint[:12]}]")
+        if sig.tolerance():
+            lines.append(f"    tolerated: {sig.tolerance()}")
         if sig.example.header:
             lines.append(f"    first: {sig.example.header}")
+        lines += [f"    skipped (not the subject's): {frame}" for frame in sig.skipped]
         lines += [f"    at {frame}" for frame in sig.signature.frames]
     return "\n".join(lines)
 

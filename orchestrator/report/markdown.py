@@ -251,11 +251,16 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
     pairs = [(v, r) for v, r in pairs if per.get((v, r.name))]
     signatures: dict[str, tuple[str, tuple[str, ...]]] = {}
     cells: dict[tuple[str, str, str], tuple[int, int]] = {}
+    tolerated: dict[str, list[str]] = defaultdict(list)
+    skipped: dict[str, tuple[str, ...]] = {}
     for variant, run in pairs:
         attempts_ = per[(variant, run.name)]
         seen = [(a.repeat, {fingerprint(signature(f)) for f in a.findings}) for a in attempts_]
         for sig in group(f for a in attempts_ for f in a.findings):
             signatures.setdefault(sig.fingerprint, (sig.signature.label(), sig.signature.frames))
+            skipped.setdefault(sig.fingerprint, sig.skipped)
+            if sig.tolerance():
+                tolerated[sig.fingerprint].append(f"`{variant}` {run.name}: {sig.tolerance()}")
             hits = {repeat for repeat, fps in seen if sig.fingerprint in fps}
             cells[(sig.fingerprint, variant, run.name)] = (sig.count, len(hits))
     lines = ["### Findings by signature", ""]
@@ -275,14 +280,22 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
             else:  # an absence proves something only where the evidence is conclusive
                 sure = all(a.conclusive for a in per[(v, r.name)])
                 counts.append("0" if sure else "0 ?")
-        body.append([_code(label), _code(fp[:12]), *counts])
+        mark = " (tolerated)" if fp in tolerated else ""
+        body.append([_code(label) + mark, _code(fp[:12]), *counts])
     frames = [
-        f"- {_code(fp[:12])}: " + " ← ".join(_code(f) for f in top)
+        f"- {_code(fp[:12])}: "
+        + " ← ".join(_code(f) for f in top)
+        + (f" (below {', '.join(_code(f) for f in skipped[fp])})" if skipped.get(fp) else "")
         for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0])
         if top
     ]
     note = "Counts are findings (repeats with the signature out of N); ids are fingerprints."
-    return [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
+    out = [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
+    if tolerated:
+        out += ["Suppressed or allowed (kept, not weighed by the verdict):", ""]
+        out += [f"- {_code(fp[:12])} {_esc(w)}" for fp, ws in tolerated.items() for w in ws]
+        out.append("")
+    return out
 
 
 def _targets(judgement: Judgement | None) -> list[str]:

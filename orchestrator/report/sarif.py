@@ -167,28 +167,34 @@ def _results(
                 f"{case} (variant {variant}{f', the {role}' if role else ''}; run {run})"
             )
             roots = trees.get(variant, [])
-            out.append(
-                {
-                    "ruleId": rid,
-                    "ruleIndex": index[rid],
-                    "level": "note" if role == "control" else "error",
-                    "message": {"text": message},
-                    "locations": _location(sig.example, sig.signature, roots, bases[variant]),
-                    "partialFingerprints": {FINGERPRINT_KEY: sig.fingerprint},
-                    "properties": {
-                        "variant": variant,
-                        "role": role or "other",
-                        "run": run,
-                        "case": case,
-                        "checker": sig.signature.checker,
-                        "count": sig.count,
-                        "repeats": repeats,
-                        "of": n,
-                        "devices": sorted({a.device for a in with_it if a.device}),
-                        "nodes": sorted({f.case for a in with_it for f in a.findings if f.case}),
-                    },
-                }
-            )
+            result: dict[str, Any] = {
+                "ruleId": rid,
+                "ruleIndex": index[rid],
+                "level": "note" if role == "control" else "error",
+                "message": {"text": message},
+                "locations": _location(sig.example, sig.signature, roots, bases[variant]),
+                "partialFingerprints": {FINGERPRINT_KEY: sig.fingerprint},
+                "properties": {
+                    "variant": variant,
+                    "role": role or "other",
+                    "run": run,
+                    "case": case,
+                    "checker": sig.signature.checker,
+                    "count": sig.count,
+                    "repeats": repeats,
+                    "of": n,
+                    "devices": sorted({a.device for a in with_it if a.device}),
+                    "nodes": sorted({f.case for a in with_it for f in a.findings if f.case}),
+                    "skippedFrames": list(sig.skipped),
+                    "suppressed": sig.suppressed,
+                },
+            }
+            if sig.suppressed == sig.count:
+                # SARIF's own field: viewers show the result as suppressed, not as open
+                result["suppressions"] = [
+                    {"kind": "external", "status": "accepted", "justification": sig.tolerance()}
+                ]
+            out.append(result)
     return out, list(rules.values())
 
 

@@ -138,7 +138,12 @@ def signatures(experiment: Experiment, attempts: Sequence[Attempt]) -> Renderabl
             ]
             for sig in group(found):
                 lines.append(f"  {variant.name} / {run.name}: ", style="bold")
-                lines.append(f"{sig.count} x {sig.signature.label()[:120]}\n")
+                lines.append(f"{sig.count} x {sig.signature.label()[:120]}")
+                if sig.skipped:
+                    lines.append(f" (below {', '.join(sig.skipped)})", style="dim")
+                if sig.tolerance():
+                    lines.append(f" [{sig.tolerance()}]", style="yellow")
+                lines.append("\n")
     if not lines:
         return Text("signatures: none found", style="dim")
     return Group(Text("signatures:", style="bold"), lines)

@@ -42,6 +42,14 @@ def gate(result: GateResult) -> RenderableType:
                 style="red",
             )
         )
+    for t in result.tolerated:
+        lines.append(
+            Text(
+                f"tolerated: {t.experiment}/{t.variant}/{t.run}: {t.signature} x{t.findings}"
+                f" ({t.why})",
+                style="yellow",
+            )
+        )
     verdict = Text("gate: ")
     verdict.append(result.verdict.name, style=STYLE[result.verdict])
     lines.append(verdict)
@@ -71,8 +79,20 @@ def gate_markdown(result: GateResult) -> str:
             f"- {u.experiment}/{u.variant}/{u.run}: `{u.signature}` x{u.findings}"
             for u in result.unexpected
         ]
+    if result.tolerated:
+        rows += ["", "Tolerated findings (kept and listed, not weighed by the verdict):", ""]
+        rows += [
+            f"- {t.experiment}/{t.variant}/{t.run}: `{t.signature}` x{t.findings}: {t.why}"
+            for t in result.tolerated
+        ]
     if result.allowed:
         rows += ["", f"{result.allowed} finding(s) tolerated by the policy's allow list."]
+    if result.expired:
+        rows += ["", "Expired allowances (each fails the gate):", ""]
+        rows += [f"- {e}" for e in result.expired]
+    if result.unused:
+        rows += ["", "Allowances and suppressions that matched nothing:", ""]
+        rows += [f"- {u}" for u in result.unused]
     return "\n".join(rows) + "\n"
 
 

@@ -73,3 +73,38 @@ def test_usage_errors(cprog_bundles, tmp_path: Path) -> None:
 
     broken = report(str(edited(cprog_bundles["pass"], tmp_path / "b", damage)), "-f", "junit")
     assert broken.exit_code == ExitCode.USAGE and "cannot be read back" in broken.output
+
+
+def test_allowed_findings_show_as_allowed_in_every_format(cprog_bundles, tmp_path: Path) -> None:
+    path = str(cprog_bundles["pass"])
+    policy = tmp_path / "gate.yaml"
+    e2e = Path(__file__).resolve().parents[1] / "fixtures" / "e2e"
+    policy.write_text(
+        f"name: g\nexperiments: [{e2e / 'c-oob.yaml'}]\npolicy:\n  allow:\n"
+        "    - {kind: heap-buffer-overflow, reason: 'the control plants it', expires: 2999-01-01}\n"
+    )
+    outputs = {}
+    for fmt in ("table", "markdown", "junit", "sarif"):
+        result = report(path, "--format", fmt, "--policy", str(policy))
+        assert result.exit_code == ExitCode.PASS, (fmt, result.output)
+        outputs[fmt] = result.stdout
+        plain = report(path, "--format", fmt).stdout
+        assert "the control plants it" not in plain  # only the policy marks them
+    why = "allowed: the control plants it (gate.yaml:5)"
+    assert why in " ".join(outputs["table"].split())
+    assert "(tolerated)" in outputs["markdown"] and why in outputs["markdown"]
+    assert f"tolerated: {why}" in outputs["junit"]
+    results = json.loads(outputs["sarif"])["runs"][0]["results"]
+    assert results and all(
+        r["suppressions"] == [{"kind": "external", "status": "accepted", "justification": why}]
+        for r in results
+    )
+    expired = policy.read_text().replace("2999-01-01", "2020-01-01")
+    policy.write_text(expired)
+    assert why not in report(path, "--format", "junit", "--policy", str(policy)).stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        f"name: g\nexperiments: [{e2e / 'c-oob.yaml'}]\npolicy: {{allow: [{{kind: x}}]}}\n"
+    )
+    broken = report(path, "--policy", str(bad))
+    assert broken.exit_code == ExitCode.USAGE and "needs a reason" in broken.output

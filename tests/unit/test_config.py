@@ -72,6 +72,10 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
     for d in ("configs", "ext", "controls", "tests/regression"):
         (root / d).mkdir(parents=True, exist_ok=True)
     (root / "controls" / "rng-owner-scope.patch").write_text("")
+    (root / "configs" / "cublas.xml").write_text(
+        "<ComputeSanitizerOutput><record><kind>Api</kind><what><api>cublas.*</api></what>"
+        "</record></ComputeSanitizerOutput>"
+    )
     for t in ("test_rng_ownership.py", "test_sr_reference.py"):
         (root / "tests" / "regression" / t).write_text("")
     path = root / "configs" / "example.yaml"
@@ -81,6 +85,7 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
     assert e.variants[1].build.flags == ("-DQEXT_TRACE",)
     assert e.runs[1].options == ("--padding", "512") and e.runs[1].timeout == 1800.0
     assert e.runs[1].repeats == 4 and e.timeout == 900.0
+    assert [s.kind for s in e.runs[1].suppressions] == ["Api"]
     assert [c.name for c in e.cases] == ["test_rng_ownership", "sr", "rng-unfused"]
     assert e.cases[1].marker == "not slow"
     assert e.cases[2].args == ("-k", "not fused")
@@ -392,6 +397,20 @@ BAD = [
         "applies to pytest cases only",
     ),
     ("bad-yaml", sub("name: demo", "name: [demo"), 2, "", "not valid YAML"),
+    (
+        "suppressions-missing",
+        sub("    checker: memcheck\n", "    checker: memcheck\n    suppressions: [nope.xml]\n"),
+        14,
+        "runs[1].suppressions[0]",
+        "no such file",
+    ),
+    (
+        "suppressions-on-plain",
+        sub("    checker: none\n", "    checker: none\n    suppressions: [bug.patch]\n"),
+        12,
+        "runs[0].suppressions",
+        "this run has none",
+    ),
     ("empty-file", "", 1, "", "the file is empty"),
     ("top-level-list", "- a\n- b\n", 1, "", "expected a mapping, found a list"),
 ]

@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator import execute
 from orchestrator.backends import Asan
+from orchestrator.backends.compute_sanitizer import ComputeSanitizer
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import (
     Build,
@@ -26,6 +27,7 @@ from orchestrator.model import (
     Run,
     SourceKind,
     SourceSpec,
+    Suppression,
     Variant,
 )
 from orchestrator.plan import Job
@@ -288,3 +290,53 @@ def test_packages_lists_what_must_come_from_the_build(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     assert execute.packages(tmp_path) == ("_ext", "mod", "pkg")
+
+
+FAKE_TOOL = """#!{python}
+# stands in for compute-sanitizer on a host without a GPU: prints the tool's records
+# around the real child it runs (argv after --tool T --print-limit N)
+import subprocess, sys
+args = sys.argv[1:]
+argv = args[args.index("--print-limit") + 2:]
+print("========= COMPUTE-SANITIZER", flush=True)
+code = subprocess.call(argv)
+print('========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on '
+      'CUDA API call to cudaFree.')
+print("=========")
+print("========= Program hit cudaErrorMemoryAllocation (error 2) due to \\"out of memory\\" on "
+      "CUDA API call to cudaMalloc.")
+print("=========")
+print("========= ERROR SUMMARY: 2 errors", flush=True)
+sys.exit(code)
+"""
+
+
+def test_a_runs_suppressions_mark_its_findings_and_drop_none(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    tool = tmp_path / "compute-sanitizer"
+    tool.write_text(FAKE_TOOL.replace("{python}", sys.executable))
+    tool.chmod(0o755)
+    ctx = context(tmp_path, suite, backend="compute-sanitizer", checker=ComputeSanitizer(tool))
+    supp = Suppression("supp.xml#1", "Api", (("api", "cudaFree"), ("result", "1")))
+    runs = tuple(
+        dataclasses.replace(r, suppressions=(supp,)) if r.name == "memcheck" else r
+        for r in ctx.experiment.runs
+    )
+    ctx = dataclasses.replace(ctx, experiment=dataclasses.replace(ctx.experiment, runs=runs))
+    a = execute.execute(Job("v", "memcheck", "ok", 0), built, ctx)
+    assert a.conclusive, a.inconclusive_reason
+    assert [(f.code, f.suppressed) for f in a.findings] == [
+        ("cudaErrorInvalidValue", "supp.xml#1"),
+        ("cudaErrorMemoryAllocation", ""),
+    ]
+    assert a.parse.summary_count == len(a.findings) == 2  # nothing was dropped
+
+
+def test_merge_keeps_the_count_check_and_the_race_split() -> None:
+    race = ParseResult(summary_count=1, complete=True, summary_split=(1, 0))
+    off = ParseResult(summary_count=3, complete=True, count_mismatch="counts 3 but parsed 2")
+    merged = execute.merge([race, race, off])
+    assert merged.summary_split == (2, 0)
+    assert merged.count_mismatch == "counts 3 but parsed 2" and not merged.conclusive
+    assert execute.merge([race]).conclusive

@@ -11,6 +11,7 @@ from orchestrator.findings import (
     fingerprint,
     group,
     is_noise,
+    mark,
     matches,
     normalize_frame,
     normalize_function,
@@ -123,3 +124,17 @@ def test_group_counts_and_orders() -> None:
 )
 def test_matches(pattern: TargetPattern, hit: bool) -> None:
     assert matches(pattern, signature(_finding())) is hit
+
+
+def test_a_group_says_what_tolerated_its_findings() -> None:
+    frames = (Frame("__ldg(const float *)", "sm_32_intrinsics.hpp"), Frame("k(float *)", "k.cu"))
+    f = Finding(Checker.MEMCHECK, "invalid-access", "read", 4, "global", frames=frames)
+    marked = mark(f, "supp.xml#1")
+    assert mark(marked, "allowed: x") == marked  # the first mark stays
+    (all_of_them,) = group([marked, marked])
+    assert all_of_them.tolerance() == "suppressed by supp.xml#1"
+    assert all_of_them.skipped == ("__ldg (sm_32_intrinsics.hpp)",)
+    (some,) = group([f, mark(f, "allowed: known (g.yaml:3)")])
+    assert some.tolerance() == "1 of 2: allowed: known (g.yaml:3)"
+    (none,) = group([f])
+    assert none.tolerance() == "" and none.suppressed == 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import shutil
 from pathlib import Path
@@ -12,9 +13,9 @@ import pytest
 from test_judge import OTHER, attempts, experiment  # the judge's truth-table builders
 from typer.testing import CliRunner
 
-from orchestrator import cli, gate, judge
+from orchestrator import cli, gate, judge, suppressions
 from orchestrator.errors import ConfigError
-from orchestrator.model import Checker, ParseResult, Verdict
+from orchestrator.model import Checker, ParseResult, Suppression, TargetPattern, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 E2E = ROOT / "tests" / "fixtures" / "e2e"
@@ -69,12 +70,65 @@ def test_an_unexpected_signature_anywhere_fails_unless_allowed_or_reported() -> 
         (v, "memcheck", "memcheck invalid-access global write size 4 in other")
         for v in ("installed", "rebuilt")
     ]
-    allow = gate.Allowance(gate.TargetPattern(function="other"))
+    allow = gate.Allowance(TargetPattern(function="other"), reason="known, issue #3")
     tolerant = dataclasses.replace(POLICY, allow=(allow,))
     allowed = gate.decide(tolerant, [judged(rows)])
     assert allowed.verdict is Verdict.PASS and allowed.allowed == 2
+    assert {(t.variant, t.why) for t in allowed.tolerated} == {
+        ("installed", "allowed: known, issue #3"),
+        ("rebuilt", "allowed: known, issue #3"),
+    }
     report_only = gate.decide(dataclasses.replace(POLICY, unexpected="report"), [judged(rows)])
     assert report_only.verdict is Verdict.PASS and len(report_only.unexpected) == 2
+
+
+def test_an_expired_allowance_fails_the_gate_and_an_unused_one_is_reported() -> None:
+    rows = _with_other(attempts(), "rebuilt", "installed")
+    allow = gate.Allowance(
+        TargetPattern(function="other"), reason="cuBLAS bug", expires="2026-12-01", where="g:7"
+    )
+    unused = gate.Allowance(TargetPattern(function="nothing*"), reason="old", where="g:9")
+    policy = dataclasses.replace(POLICY, allow=(allow, unused))
+    before = gate.decide(policy, [judged(rows)], today=datetime.date(2026, 11, 30))
+    assert before.verdict is Verdict.PASS and before.allowed == 2 and not before.expired
+    assert before.unused == ("allowance {function=nothing*} (g:9) matched no finding: remove it",)
+    assert before.unused[0] in before.reasons
+    on_the_day = gate.decide(policy, [judged(rows)], today=datetime.date(2026, 12, 1))
+    assert on_the_day.verdict is Verdict.FAIL
+    assert on_the_day.reasons[0] == (
+        "allowance {function=other} (g:7) expired on 2026-12-01 (reason given: cuBLAS bug): "
+        "fix the finding, or renew the allowance with a new date"
+    )
+    # what it tolerated is unexpected again
+    assert len(on_the_day.unexpected) == 2 and on_the_day.allowed == 0
+
+
+def test_suppressed_findings_are_listed_not_unexpected_and_unused_suppressions_reported() -> None:
+    used = Suppression("supp.xml#1", "Precise", (("size", "4"),))
+    idle = Suppression("supp.xml#2", "Api", (("api", "cudaFree"),))
+    exp = experiment()
+    exp = dataclasses.replace(
+        exp,
+        runs=tuple(
+            dataclasses.replace(r, suppressions=(used, idle)) if r.name == "memcheck" else r
+            for r in exp.runs
+        ),
+    )
+    rows = [
+        dataclasses.replace(a, parse=suppressions.mark(a.parse, (used, idle)))
+        if a.parse is not None
+        else a
+        for a in _with_other(attempts(), "rebuilt")
+    ]
+    marked = [f for a in rows for f in a.findings if f.suppressed]
+    assert marked and all(f.suppressed == "supp.xml#1" for f in marked)
+    result = gate.decide(POLICY, [judged(rows, exp)])
+    assert result.verdict is Verdict.PASS, result.reasons
+    assert not result.unexpected
+    assert {t.why for t in result.tolerated} == {"suppressed by supp.xml#1"}
+    assert result.unused == (
+        "exp/memcheck: suppression supp.xml#2 (kind Api) matched no finding: remove it or fix it",
+    )
 
 
 def test_fail_outranks_inconclusive_and_problems_make_an_experiment_inconclusive() -> None:
@@ -136,6 +190,13 @@ def test_the_checkers_gate_config_loads_and_can_prove_every_checker_live() -> No
         ("name: g\nexperiments: [e.yaml]\npolicy: {unexpected: ignore}\n", 3, "fail, report"),
         ("name: g\nexperiments: [e.yaml]\npolicy: {alow: []}\n", 3, "alow"),
         ("name: g\nexperiments: [e.yaml]\npolicy: {allow: [{colour: red}]}\n", 3, "colour"),
+        ("name: g\nexperiments: [e.yaml]\npolicy: {allow: [{kind: leak}]}\n", 3, "needs a reason"),
+        (
+            "name: g\nexperiments: [e.yaml]\npolicy:\n  allow:\n"
+            "    - {kind: leak, reason: r, expires: next week}\n",
+            5,
+            "expected a date YYYY-MM-DD",
+        ),
         ("name: 'g/h'\nexperiments: [e.yaml]\n", 1, "not a safe name"),
         ("name: g\nexperiments: []\n", 2, "at least one experiment"),
     ],
@@ -201,6 +262,24 @@ def test_gate_from_a_truncated_or_interrupted_bundle_is_inconclusive(
     code, output = gate_from(cut)
     assert code == cli.ExitCode.INCONCLUSIVE, output
     assert "does not verify (1 problem(s)), first: log" in output and "mismatch" in output
+
+
+def test_an_expired_allowance_turns_a_passing_gate_red(
+    cprog_bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    config = tmp_path / "gate.yaml"
+    text = (
+        f"name: g\nexperiments: [{E2E / 'c-oob.yaml'}]\npolicy:\n  allow:\n"
+        "    - {kind: heap-use-after-free, reason: 'issue #12, fixed upstream', expires: DATE}\n"
+    )
+    config.write_text(text.replace("DATE", "2999-01-01"))
+    code, output = gate_from(cprog_bundles["pass"], config=config)
+    assert code == cli.ExitCode.PASS, output
+    assert "matched no finding: remove it" in output  # c-oob has no use-after-free
+    config.write_text(text.replace("DATE", "2020-01-01"))
+    code, output = gate_from(cprog_bundles["pass"], config=config)
+    assert code == cli.ExitCode.FAIL, output
+    assert "gate.yaml:5) expired on 2020-01-01 (reason given: issue #12, fixed upstream)" in output
 
 
 def test_gate_usage_errors(tmp_path: Path) -> None:

@@ -2,9 +2,14 @@
 
 Each `NAME.log` has a `NAME.expected.json` beside it stating what the parser must
 report: completeness, summary counts, checker errors, and the findings grouped by
-signature (with counts and the case they were attributed to). A new captured log only
-needs its expected file. A log without one is reported as skipped (with the file it
-lacks), except under the directories listed in SPECIFIED, where it fails.
+signature (with counts and the case they were attributed to). Every compute-sanitizer
+log is also checked against the tool's own count: csorch's records plus the unprinted
+ones equal the ERROR SUMMARY (racecheck: the RACECHECK SUMMARY and its error/warning
+split). A new captured log only needs its expected file, which
+`tools/fixture_expectation.py LOG --checker racecheck` drafts from the current parse
+(review it against the log before committing it). A log without one is reported as
+skipped (with the file it lacks), except under the directories listed in SPECIFIED,
+where it fails.
 """
 
 from __future__ import annotations
@@ -59,11 +64,32 @@ def check(log: Path) -> None:
     key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
     assert sorted(groups, key=key) == sorted(spec["signatures"], key=key)
     assert dict(Counter(f.case for f in result.findings)) == spec["cases"]
-    # the tool's summary accounts for every parsed record plus the unprinted ones (plus,
-    # in a log trimmed for the repository, the printed records cut out of it)
-    if result.summary_count is not None and spec["parser"] == "compute-sanitizer":
-        cut = spec.get("trimmed_records", 0)
+    if spec["parser"] == "compute-sanitizer":
+        check_counts(result, spec)
+
+
+def check_counts(result: ParseResult, spec: dict) -> None:
+    """csorch's count equals the tool's own: the summary accounts for every parsed record
+    plus the unprinted ones (plus, in a log trimmed for the repository, the printed
+    records cut out of it), and racecheck's error/warning split is csorch's too."""
+    if "race_split" in spec:
+        expected = spec["race_split"]
+        assert result.summary_split == (tuple(expected) if expected is not None else None)
+    if result.summary_count is None:
+        return
+    cut = spec.get("trimmed_records", 0)
+    if not spec.get("count_mismatch"):
         assert len(result.findings) + result.not_printed + cut == result.summary_count
+    if cut or spec.get("count_mismatch"):
+        # a trimmed log, or one with a record csorch cannot read: never conclusive
+        assert result.count_mismatch and not result.conclusive
+        assert "parse incomplete" in result.reason
+    else:
+        assert result.count_mismatch == "", result.count_mismatch
+    if result.summary_split is not None:
+        severities = [f.severity for f in result.findings]
+        split = (severities.count("error"), severities.count("warning"))
+        assert split == result.summary_split
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(FIXTURES)) for p in LOGS])
