@@ -13,7 +13,7 @@ import pytest
 from test_judge import OTHER, attempts, experiment  # the judge's truth-table builders
 from typer.testing import CliRunner
 
-from orchestrator import cli, gate, judge, suppressions
+from orchestrator import allowances, cli, gate, judge, suppressions
 from orchestrator.errors import ConfigError
 from orchestrator.model import Checker, ParseResult, Suppression, TargetPattern, Verdict
 
@@ -179,8 +179,8 @@ def test_the_checkers_gate_config_loads_and_can_prove_every_checker_live() -> No
             ("cudaErrorInvalidValue", 1, "invalid argument", "cudaFree"),
         )
     )
-    assert gate._allowed(policy.allow, signature(follow_on))
-    assert not gate._allowed(policy.allow, signature(own))
+    assert allowances.find(policy.allow, signature(follow_on))
+    assert not allowances.find(policy.allow, signature(own))
 
 
 @pytest.mark.parametrize(
