@@ -19,10 +19,11 @@ order"). csorch keeps only the informative part of a host backtrace, so suppress
 frames past what the finding kept are not compared. The first suppression that matches
 a finding marks it.
 
-Kinds: `Api` (the documentation's example) and `Precise` (memory access errors, as the
-XML of captured runs names them) are known; the others in `KINDS` are csorch's reading
-and are to be confirmed against the H200's XML logs. A kind csorch does not know matches
-nothing, and is reported as unmatched, never silently dropped.
+Kinds: `Api`, `Precise`, `Leak`, `Analysis` (racecheck's default report) and `Synccheck`
+are what the H200's XML named (tests/fixtures/compute-sanitizer/cudabugs-h200/*.xml);
+`Imprecise`, `MallocFree`, `Initcheck` and `Racecheck` (hazard reports) are csorch's
+reading, not yet seen in a capture. A kind csorch does not know matches nothing, and is
+reported as unmatched, never silently dropped.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from orchestrator import culprit
 from orchestrator.errors import ConfigError
 from orchestrator.findings import normalize_function
 from orchestrator.model import Finding, Frame, ParseResult, Suppression
@@ -46,7 +48,8 @@ KINDS: dict[str, tuple[str, ...]] = {
     "MallocFree": ("malloc-free-error",),
     "Leak": ("leak",),
     "Initcheck": ("uninitialized-access", "unused-memory"),
-    "Racecheck": ("race", "race-hazard", "cluster-race"),
+    "Analysis": ("race", "cluster-race"),  # racecheck's default (analysis) records
+    "Racecheck": ("race-hazard",),
     "Synccheck": ("barrier-error", "wgmma-error"),
 }
 #: <what> children compared as integers (the tool: "integer fields must match exactly")
@@ -73,7 +76,9 @@ def _frames(stack: ET.Element) -> tuple[tuple[str, str, str], ...]:
         file = (frame.findtext("file") or frame.findtext("path") or "").strip()
         module = (frame.findtext("module") or "").strip()
         out.append((function, file, module))
-    return tuple(reversed(out)) if stack.tag == "hostStack" else tuple(out)
+    # innermost first, host stacks too: what the H200's 2025.3.1 writes (the documentation
+    # says "reverse order"; tests/fixtures/compute-sanitizer/cudabugs-h200/*.xml decide)
+    return tuple(out)
 
 
 def load(path: Path | str) -> tuple[Suppression, ...]:
@@ -167,6 +172,17 @@ def _what_matches(finding: Finding, what: Sequence[tuple[str, str]]) -> bool:
     return True
 
 
+def _path_matches(pattern: str, value: str) -> bool:
+    """A file or module pattern against a finding's: the text log names a module or file
+    by its base name where the XML has the full path, so a bare name is compared with
+    the pattern's last component too."""
+    if not value:
+        return not pattern
+    if _full(pattern, value, Path(value).name):
+        return True
+    return "/" not in value and bool(re.fullmatch(pattern.rsplit("/", 1)[-1], value))
+
+
 def _frame_matches(frame: Frame, expected: tuple[str, str, str]) -> bool:
     function, file, module = expected
     name = frame.function
@@ -174,19 +190,33 @@ def _frame_matches(frame: Frame, expected: tuple[str, str, str]) -> bool:
         re.fullmatch(function, name) or re.fullmatch(function, normalize_function(name))
     ):
         return False
-    if file and not _full(file, frame.file, Path(frame.file).name):
+    if file and not _path_matches(file, frame.file):
         return False
-    return not module or _full(module, frame.module, Path(frame.module).name)
+    return not module or _path_matches(module, frame.module)
+
+
+def _subject(frames: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """A suppression's frames that a finding's can be held against: named ones (the XML
+    also lists bare pcs) that belong to the subject (the text log trims the driver,
+    runtime and libc frames that the XML keeps)."""
+    return [
+        (fn, file, mod)
+        for fn, file, mod in frames
+        if fn and not culprit.ignored(Frame(function=fn, file=file, module=mod))
+    ]
 
 
 def matches(s: Suppression, finding: Finding) -> bool:
-    """Whether the suppression record covers the finding."""
+    """Whether the suppression record covers the finding: its kind, its <what> fields,
+    and its stack's subject frames against the finding's, innermost first (the shorter
+    of the two bounds the comparison)."""
     if finding.kind not in KINDS.get(s.kind, ()):
         return False
     if not _what_matches(finding, s.what):
         return False
-    frames = finding.host_frames if s.stack == "host" else finding.frames
-    return all(_frame_matches(f, e) for f, e in zip(frames, s.frames, strict=False))
+    frames = (finding.host_frames or finding.frames) if s.stack == "host" else finding.frames
+    ours = [f for f in frames if not culprit.ignored(f)]
+    return all(_frame_matches(f, e) for f, e in zip(ours, _subject(s.frames), strict=False))
 
 
 def mark(result: ParseResult, suppressions: Sequence[Suppression]) -> ParseResult:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,8 +26,13 @@ from orchestrator.backends import cs_log  # noqa: E402
 from orchestrator.findings import signature  # noqa: E402
 from orchestrator.model import Checker  # noqa: E402
 
+# RACECHECK SUMMARY: 257 hazards displayed (257 errors, 0 warnings)   (the evidence's column)
+RACE_SUMMARY_RE = re.compile(
+    r"RACECHECK SUMMARY: (?P<count>[\d,]+) hazards? displayed "
+    r"\((?P<errors>\d+) errors?, (?P<warnings>\d+) warnings?\)"
+)
 HEADER = (
-    "| program | variant | checker | options | exit | tool ERROR SUMMARY | csorch records "
+    "| program | variant | checker | options | exit | tool's summary | csorch records "
     "| not printed | csorch kinds | functions | equal |\n"
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 )
@@ -38,6 +44,13 @@ def row(evidence: dict[str, str], logs: Path) -> tuple[str, bool]:
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     parsed = cs_log.parse(lines, checker=Checker(evidence["checker"]))
     tool = evidence["error_summary"]
+    # racecheck prints no ERROR SUMMARY: its count is the RACECHECK SUMMARY's
+    race = RACE_SUMMARY_RE.search(evidence.get("other_summaries", ""))
+    if tool == "missing" and race:
+        tool = race["count"].replace(",", "")
+        split = tuple(int(race[k]) for k in ("errors", "warnings"))
+        if parsed.summary_split is not None and tuple(parsed.summary_split) != split:
+            tool += f" (split {split[0]}/{split[1]} != csorch's)"
     ours = len(parsed.findings) + parsed.not_printed
     equal = tool.isdigit() and parsed.complete and int(tool) == ours
     kinds = Counter(f.kind for f in parsed.findings)

@@ -484,53 +484,9 @@ CUDABUGS = {  # config -> (program, the checker run's checker and options)
     "cudabugs-syncdiv": ("syncdiv", Checker.SYNCCHECK, ()),
     "cudabugs-api-error": ("api_error", Checker.MEMCHECK, ()),
 }
-P = "========="
-# The record each control should make its checker print (cudabugs/README.md), in the
-# tool's grammar; the H200's real logs replace these predictions as fixtures (issue #10).
-EXPECTED_RECORD = {
-    "oob_write": [
-        f"{P} Invalid __global__ write of size 4 bytes",
-        f"{P}     at fill_squares(int *, int)+0x70 in /w/oob_write.cu:16",
-        f"{P}     by thread (104,0,0) in block (7,0,0)",
-        f"{P}     Access to 0x7f8aa4803e80 is out of bounds",
-    ],
-    "misaligned": [
-        f"{P} Invalid __global__ read of size 8 bytes",
-        f"{P}     at sum_pairs(const float *, float *, int)+0x60 in /w/misaligned.cu:16",
-        f"{P}     by thread (0,0,0) in block (0,0,0)",
-        f"{P}     Address 0x7f671ac00004 is misaligned",
-    ],
-    "leak": [
-        f"{P} Leaked 4,096 bytes at 0x7f3c4a000000",
-        f"{P}     Saved host backtrace up to driver entry point at allocation time",
-        f"{P}         Host Frame: [0x2b0d7f] in /lib/x86_64-linux-gnu/libcuda.so.1",
-        f"{P}         Host Frame: cudaMalloc [0x4f2a1] in /usr/local/cuda/lib64/libcudart.so.13",
-        f"{P}         Host Frame: double_values(float*, int) [0x1c2d] in /w/leak",
-        f"{P}         Host Frame: main [0x1e40] in /w/leak",
-    ],
-    "uninit": [
-        f"{P} Uninitialized __global__ memory read of size 4 bytes",
-        f"{P}     at scale(const int *, int *)+0x40 in /w/uninit.cu:14",
-        f"{P}     by thread (16,0,0) in block (0,0,0)",
-    ],
-    "race": [
-        f"{P} Error: Race reported between Write access at swap_halves(const int *, int *)"
-        "+0x90 in /w/race.cu:18",
-        f"{P}     and Read access at swap_halves(const int *, int *)+0xc0 in /w/race.cu:20"
-        " [64 hazards]",
-    ],
-    "syncdiv": [
-        # as the H200 printed it: the intrinsic on top, the kernel as the device frame
-        f"{P} Barrier error detected. Invalid arguments.",
-        f"{P}     at __syncwarp(unsigned int)+0x80 in sm_30_intrinsics.hpp:110",
-        f"{P}     by thread (0,0,0) in block (0,0,0)",
-        f"{P}         Device Frame: warp_sums(const int *, int *)+0x30 in syncdiv.cu:19",
-    ],
-    "api_error": [
-        f'{P} Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA'
-        " API call to cudaFree.",
-    ],
-}
+# the H200's untrimmed logs of each program, fixed and control, under its checker
+H200_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "compute-sanitizer" / "cudabugs-h200"
+H200_RUN = {"leak": "memcheck-leak-full"}  # the leak needs --leak-check full
 
 
 @pytest.mark.parametrize("name", sorted(CUDABUGS))
@@ -557,23 +513,27 @@ def test_the_cudabugs_configs_load(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CUDABUGS))
-def test_each_cudabugs_target_matches_the_record_its_control_should_print(name: str) -> None:
-    """The target, through the real parser and signature code, matches the record the
-    program's comment predicts: kind names and culprit functions as csorch derives them."""
+def test_each_cudabugs_target_matches_its_control_on_the_h200_and_not_the_fix(name: str) -> None:
+    """The target, through the real parser and signature code, matches a finding in the
+    control's H200 log, none in the fixed program's, and none in the other programs'
+    control logs: kind names and culprit functions as csorch derives them from real
+    output (syncdiv's top frame is the __syncwarp intrinsic; the kernel is the culprit)."""
     from orchestrator.backends import cs_log
     from orchestrator.findings import matches, signature
 
     root = Path(__file__).resolve().parents[2]
     program, checker, _ = CUDABUGS[name]
     e = load_experiment(root / "configs" / f"{name}.yaml")
-    log = [f"{P} COMPUTE-SANITIZER", *EXPECTED_RECORD[program], P, f"{P} ERROR SUMMARY: 1 error"]
-    parsed = cs_log.parse(log, checker=checker)
-    assert parsed.complete and len(parsed.findings) == 1
     (target,) = [t for t in e.expect.targets if t.checker == checker.value]  # type: ignore[union-attr]
-    sig = signature(parsed.findings[0])
-    assert matches(target, sig), (target, sig)
-    # and the other programs' records are not this target
-    others = [p for p in EXPECTED_RECORD if p != program]
-    for other in others:
-        log = [f"{P} COMPUTE-SANITIZER", *EXPECTED_RECORD[other], P]
-        assert not any(matches(target, signature(f)) for f in cs_log.parse(log).findings)
+
+    def signatures(prog: str, variant: str, tool: Checker) -> list:
+        log = H200_LOGS / f"{prog}.{variant}.{H200_RUN.get(prog, tool.value)}.log"
+        parsed = cs_log.parse(log.read_text().splitlines(), checker=tool)
+        assert parsed.complete and not parsed.count_mismatch, log
+        return [signature(f) for f in parsed.findings]
+
+    assert any(matches(target, sig) for sig in signatures(program, "control", checker))
+    assert not any(matches(target, sig) for sig in signatures(program, "fixed", checker))
+    for other, (prog, tool, _) in CUDABUGS.items():
+        if other != name:
+            assert not any(matches(target, sig) for sig in signatures(prog, "control", tool))
