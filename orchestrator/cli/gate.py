@@ -22,6 +22,7 @@ from orchestrator.cli import (
     out,
 )
 from orchestrator.cli.run import default_out, run_one
+from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, executor_for
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.model import Verdict
@@ -71,6 +72,7 @@ def _options(
     cache_dir: Path,
     jobs: int | None,
     repeat: int | None = None,
+    executor: workflow.Executor | None = None,
 ) -> workflow.Options:
     return workflow.Options(
         backend=choice.backend,
@@ -79,6 +81,7 @@ def _options(
         cache=cache_dir,
         jobs=jobs or min(os.cpu_count() or 1, 8),
         repeat=repeat,
+        executor=executor,
     )
 
 
@@ -158,6 +161,8 @@ def gate_command(
     repeat: Annotated[int | None, typer.Option(min=1, help="N for every run")] = None,
     jobs: Jobs = None,
     cache_dir: CacheDir = cache.DEFAULT_DIR,
+    executor: ExecutorOpt = None,
+    slurm: SlurmOpt = None,
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
@@ -172,6 +177,8 @@ def gate_command(
         policy = gate.load_policy(policies[0]) if policies else gate.default_policy(extra)
         listed = list(dict.fromkeys([*policy.experiments, *extra]))
         experiments = [load_experiment(c) for c in listed]
+        # each experiment's own executor: and slurm: block, the flags over them
+        runners = [executor_for(e, executor, slurm) for e in experiments]
     except CsorchError as exc:
         raise fail(exc) from None
     judged: list[gate.Judged] = []
@@ -187,8 +194,10 @@ def gate_command(
     else:
         out_dir = out_dir or default_out(policy.name)
         choice, facts = _start(backend, out_dir)
-        for experiment in experiments:
-            options = _options(choice, out_dir / experiment.name, cache_dir, jobs, repeat)
+        for experiment, runner in zip(experiments, runners, strict=True):
+            options = _options(
+                choice, out_dir / experiment.name, cache_dir, jobs, repeat, runner
+            )
             result = run_one(experiment, options, facts)
             judged.append(
                 gate.Judged(experiment, result.attempts, result.judgement, str(result.bundle))
