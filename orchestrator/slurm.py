@@ -301,8 +301,7 @@ class _Array:
                 job,
                 self.ctx.experiment.run(job.run),
                 self.ctx.backend,
-                f"slurm: {'; '.join(self.tries[index])} ({reason})"
-                + (f": {tail}" if tail else ""),
+                f"slurm: {'; '.join(self.tries[index])} ({reason})" + (f": {tail}" if tail else ""),
             )
         placement = Placement("slurm", state.job_id, node, state.state, tuple(self.tries[index]))
         self.finished.add(index)
@@ -347,9 +346,7 @@ def work(spool: Path, index: int, array: str, node: str) -> Path:
     backend = context["backend"]
     runtime = Path(context["asan_runtime"]) if context["asan_runtime"] else None
     checker = (
-        Asan(runtime)
-        if backend == "asan"
-        else ComputeSanitizer(context["checker_path"] or None)
+        Asan(runtime) if backend == "asan" else ComputeSanitizer(context["checker_path"] or None)
     )
     ctx = execute.Context(
         experiment=Experiment.from_dict(context["experiment"]),

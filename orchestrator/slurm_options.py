@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator.errors import ConfigError, CsorchError
+from orchestrator.errors import CsorchError
 from orchestrator.schema import DURATION_RE, UNITS
 from orchestrator.serial import Record
 from orchestrator.yamlview import View
@@ -81,16 +81,20 @@ def read(view: View) -> SlurmSettings:
         elif key == "sbatch":
             values[key] = item.words()
         else:
-            values[key] = _checked(key, item.word(), item.error)
+            problem, hint = _problem(key, item.word())
+            if problem:
+                raise item.error(problem, hint=hint)
+            values[key] = item.word()
     return SlurmSettings(**values)  # type: ignore[arg-type]
 
 
-def _checked(key: str, value: str, error) -> str:  # type: ignore[no-untyped-def]
+def _problem(key: str, value: str) -> tuple[str, str]:
+    """(problem, hint) with a name-like value, or ("", "") when it is fine."""
     if key == "gres" and value != "none" and not _GRES_RE.match(value):
-        raise error(f"'{value}' is not a gres list", hint="e.g. gpu:1 or gpu:h100:1, or none")
+        return f"'{value}' is not a gres list", "e.g. gpu:1 or gpu:h100:1, or none"
     if key in ("partition", "account") and not _PARTITION_RE.match(value):
-        raise error(f"'{value}' is not a Slurm {key} name")
-    return value
+        return f"'{value}' is not a Slurm {key} name", ""
+    return "", ""
 
 
 def _duration(key: str, text: str) -> float:
@@ -121,11 +125,10 @@ def with_flags(settings: SlurmSettings, pairs: Sequence[str]) -> SlurmSettings:
         elif key == "sbatch":
             settings = replace(settings, sbatch=settings.sbatch + tuple(shlex.split(value)))
         else:
-
-            def error(problem: str, *, hint: str = "") -> CsorchError:
-                return CsorchError(f"--slurm {pair}: {problem}", hint=hint)
-
-            settings = replace(settings, **{key: _checked(key, value, error)})
+            problem, hint = _problem(key, value)
+            if problem:
+                raise CsorchError(f"--slurm {pair}: {problem}", hint=hint)
+            settings = replace(settings, **{key: value})
     return settings
 
 
@@ -189,8 +192,3 @@ def sbatch_argv(
     if gres:
         argv.append(f"--gres={gres}")
     return [*argv, *settings.sbatch, str(script)]
-
-
-def config_error(path: Path, problem: str) -> ConfigError:
-    """An executor choice that the config cannot satisfy."""
-    return ConfigError(path, None, "executor", problem)

@@ -57,6 +57,7 @@ class Cluster:
         (r / "munge").chmod(0o700)
         cpus = os.cpu_count() or 1
         ctld, slurmd = _free_port(), _free_port()
+        host = socket.gethostname()
         self.conf.write_text(
             f"""ClusterName=csorchtest
 SlurmctldHost=localhost(127.0.0.1)
@@ -85,7 +86,7 @@ SchedulerType=sched/backfill
 MinJobAge=600
 KillWait=5
 GresTypes=gpu
-NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={cpus} Gres=gpu:1 State=UNKNOWN
+NodeName={NODE} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 """
         )
@@ -119,8 +120,7 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
             dead = [n for n, p in self.children.items() if p.poll() is not None]
             if dead or time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"the test cluster did not come up ({what}; exited: {dead}):\n"
-                    + self.logs()
+                    f"the test cluster did not come up ({what}; exited: {dead}):\n" + self.logs()
                 )
             time.sleep(0.2)
 
