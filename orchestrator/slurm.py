@@ -181,14 +181,19 @@ class _Array:
 
     # --- the queue ---------------------------------------------------------------
 
-    def squeue(self) -> dict[str, TaskState]:
-        arrays = sorted({t.split("_")[0] for t in self.waiting})
+    def squeue(self, arrays: Sequence[str] | None = None) -> dict[str, TaskState]:
+        """The waiting tasks' states: one squeue call for all of their arrays."""
+        arrays = arrays or sorted({t.split("_")[0] for t in self.waiting}, key=int)
         argv = ["squeue", "--array", "--states=all", "--noheader",
                 f"--format={SQUEUE_FORMAT}", f"--jobs={','.join(arrays)}"]  # fmt: skip
         answer = proc.capture(argv, timeout=COMMAND_TIMEOUT)
-        # an array Slurm has already purged makes squeue fail for the whole list;
-        # sacct is asked about whatever is missing
-        return parse_squeue(answer.output) if answer.returncode == 0 else {}
+        if answer.returncode == 0:
+            return parse_squeue(answer.output)
+        # one array that slurmctld has purged ("Invalid job id") fails the whole call:
+        # ask for each alone, and sacct about whatever is still missing
+        if len(arrays) == 1:
+            return {}
+        return {k: v for a in arrays for k, v in self.squeue([a]).items()}
 
     def sacct(self, tasks: Sequence[str]) -> dict[str, TaskState]:
         argv = ["sacct", "--allocations", "--noheader", "--parsable2",

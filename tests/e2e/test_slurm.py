@@ -57,10 +57,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
         c.stop()
 
 
-def csorch(c: Cluster, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+def csorch(c: Cluster, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=300,
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
         env={**c.env, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
     )  # fmt: skip
 
@@ -163,6 +163,9 @@ def test_c_oob_through_slurm_is_the_local_run(cluster: Cluster, tmp_path: Path) 
         done = csorch(cluster, "report", bundle, "--format", fmt,
                       "--output", str(tmp_path / f"report.{fmt}"), cwd=tmp_path)  # fmt: skip
         assert done.returncode == 0, done.stderr
+    markdown = (tmp_path / "report.markdown").read_text()
+    arrays = sorted({a["placement"]["job_id"].split("_")[0] for a in there["attempts"]}, key=int)
+    assert f"4 attempts as array tasks of job {', '.join(arrays)} on {NODE}" in markdown
     gate = csorch(cluster, "gate", str(C_OOB), "--from", bundle, cwd=tmp_path)
     assert gate.returncode == 0 and "gate: PASS" in gate.stdout, gate.stdout + gate.stderr
     compared = csorch(cluster, "compare", str(C_OOB), "--from", bundle, cwd=tmp_path)
@@ -239,3 +242,24 @@ def test_gate_runs_its_experiments_through_slurm(cluster: Cluster, tmp_path: Pat
     assert done.returncode == 0, done.stdout + done.stderr
     doc = results(tmp_path / "g" / "c-oob")
     assert all(a["placement"]["node"] == NODE for a in doc["attempts"])
+
+
+@pytest.mark.skipif(
+    os.environ.get("CSORCH_SLURM_QEXT") != "1",
+    reason="qext's three ASan builds take about 6 min on 2 cores, too long for CI beside "
+    "test_run_asan's; CSORCH_SLURM_QEXT=1 runs the RNG experiment through Slurm",
+)
+def test_qext_rng_experiment_through_slurm(cluster: Cluster, tmp_path: Path) -> None:
+    config = ROOT / "configs" / "nvfp4-rng-ownership.yaml"
+    begun = time.monotonic()
+    done = csorch(cluster, "run", str(config), "--backend", "asan", "--out",
+                  str(tmp_path / "b"), "--cache-dir", str(tmp_path / "cache"), "--jobs", "2",
+                  "--executor", "slurm", *FAST, cwd=tmp_path, timeout=1800)  # fmt: skip
+    wall = time.monotonic() - begun
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    doc = results(tmp_path / "b")
+    assert doc["verdict"] == "pass"
+    assert all(a["placement"]["node"] == NODE for a in doc["attempts"])
+    tasks = [f"{a['variant']}/{a['run']}/{a['case']}: {a['placement']['job_id']}"
+             for a in doc["attempts"]]  # fmt: skip
+    print(f"\nqext through slurm: verdict {doc['verdict']}, {wall:.0f} s, {'; '.join(tasks)}")
