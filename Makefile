@@ -38,7 +38,7 @@ VALIDATE_OUT ?= results/validate-$(shell date +%Y%m%d-%H%M%S)
 validate: setup
 	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto --out $(VALIDATE_OUT)
 
-# the real-Slurm tests (tests/e2e/test_slurm.py) start their own slurmctld/slurmd/munged;
+# the real-Slurm tests (tests/e2e/test_run_slurm.py) start their own slurmctld/slurmd/munged;
 # this only installs the packages (root + apt), else says why those tests will skip
 slurm-deps:
 	bash tools/slurm_deps.sh

@@ -114,6 +114,8 @@ class _Run:
         self.experiment, self.options, self.events = experiment, options, events
         self.cancel = threading.Event()
         self.lock = threading.Lock()
+        # a cluster executor's variants each wait on the queue in a thread of their own
+        self.waiters = cf.ThreadPoolExecutor(max_workers=max(1, len(experiment.variants)))
         unserved = {r.name: serves(options.backend, r.checker) for r in experiment.runs}
         self.jobs = plan(
             experiment,
@@ -225,7 +227,8 @@ class _Run:
                     self.record(builds=built, **({"sources": tree} if tree else {}))
                     if built.ok and self.options.executor is not None:
                         jobs = [j for j in self.jobs if j.variant == what.name]
-                        batch = pool.submit(self.batch, self.options.executor, jobs, built)
+                        # its own thread: waiting on the queue must not hold a build slot
+                        batch = self.waiters.submit(self.batch, self.options.executor, jobs, built)
                         pending[batch] = _Batch(what.name)
                         continue
                     for job in (j for j in self.jobs if j.variant == what.name):
@@ -300,6 +303,7 @@ def run_experiment(
             # the bundle says it is incomplete; after a normal end nothing is left to stop
             state.cancel.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            state.waiters.shutdown(wait=True)  # after scancel: nothing left queued
             if not drove:
                 state.conclude(complete=False)
         state.cache.evict(keep=[b.cache_key for b in state.snap.builds if b.ok])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what tests/e2e/test_slurm.py runs a real single-node cluster with: Debian's
+# Installs what tests/e2e/test_run_slurm.py runs a real single-node cluster with: Debian's
 # slurmctld, slurmd and slurm-client (sbatch, squeue, sacct, scancel) and munge. Quick
 # when they are there. Not root or no apt (the offline GPU machine, a developer's
 # laptop): it says so and the real-Slurm tests skip, unless CSORCH_REQUIRE_SLURM=1

@@ -1,4 +1,4 @@
-"""A real single-node Slurm cluster in a temp directory, for tests/e2e/test_slurm.py.
+"""A real single-node Slurm cluster in a temp directory, for tests/e2e/test_run_slurm.py.
 
 munged, slurmctld and slurmd run in the foreground as this test's children (so the
 test owns their pids and ends exactly those), on free localhost ports, with a

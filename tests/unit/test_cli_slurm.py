@@ -1,5 +1,5 @@
 """cli/slurm: --executor and --slurm are checked before any work, and slurm-task refuses
-to run outside a job array. (Runs against a real cluster: tests/e2e/test_slurm.py.)"""
+to run outside a job array. (Runs against a real cluster: tests/e2e/test_run_slurm.py.)"""
 
 from __future__ import annotations
 
