@@ -6,8 +6,11 @@ The experiment is the C subject (tests/fixtures/e2e/c-oob.yaml) under ASan: a pl
 heap-buffer-overflow, its fix as a patch, built by make (a second) and checked by ASan,
 so it exercises the whole pipeline through Slurm (build once per variant, one array per
 variant, an attempt per task, gather, judge, bundle) in seconds, where qext's ASan
-builds take minutes; the executor does not know what the attempts run. Cost: about
-10 s for the cluster, 10 to 25 s per test. `make slurm-deps` installs the packages.
+builds take minutes; the executor does not know what the attempts run. Also: a
+NODE_FAIL retried once, Ctrl-C's scancel, a refused sbatch, and gate and bisect with
+--executor slurm. Cost: about 1.5 s for the cluster, 5 to 25 s per test (about 75 s in
+all on 2 idle cores). `make slurm-deps` installs the packages; CSORCH_SLURM_QEXT=1 adds
+qext's RNG experiment (its builds take minutes).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -267,3 +271,66 @@ def test_qext_rng_experiment_through_slurm(cluster: Cluster, tmp_path: Path) -> 
     tasks = [f"{a['variant']}/{a['run']}/{a['case']}: {a['placement']['job_id']}"
              for a in doc["attempts"]]  # fmt: skip
     print(f"\nqext through slurm: verdict {doc['verdict']}, {wall:.0f} s, {'; '.join(tasks)}")
+
+
+BISECT_CONFIG = f"""\
+name: c-bisect
+source: repo/sub
+variants:
+  - {{name: tree, build: {{kind: command, command: [make], outputs: [pick]}}}}
+  - name: control
+    patches: [{E2E / "comment-only.patch"}]
+    build: {{kind: command, command: [make], outputs: [pick]}}
+runs:
+  - {{name: memcheck, checker: memcheck}}
+cases:
+  - {{name: sum, command: [./pick]}}
+timeout: 2m
+expect:
+  controls: [control]
+  fix: tree
+  target: {{checker: asan, kind: heap-buffer-overflow, access: read, function: sum}}
+"""
+
+
+def test_bisect_probes_each_commit_through_slurm(cluster: Cluster, tmp_path: Path) -> None:
+    """c0 fixed, c1 a note, c2 reads one past the end, c3 a note: each step is a job
+    array, and the bisection names c2."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        return done.stdout.strip()
+
+    def commit(subject: str) -> str:
+        git("add", "-A")
+        git("-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-qm", subject)
+        return git("rev-parse", "HEAD")
+
+    repo = tmp_path / "repo"
+    shutil.copytree(E2E / "cprog", repo / "sub")
+    git("init", "-q", "-b", "main")
+    with open(E2E / "fix-oob.patch") as f:
+        subprocess.run(["patch", "-s", "-p1", "-d", "sub"], cwd=repo, stdin=f, check=True)
+    source = repo / "sub" / "pick.c"
+    c = [commit("fixed")]
+    (repo / "NOTES").write_text("c1\n")
+    c.append(commit("notes"))
+    source.write_text(source.read_text().replace("i < n", "i <= n"))
+    c.append(commit("reads one past the end"))
+    (repo / "NOTES").write_text("c3\n")
+    c.append(commit("notes again"))
+    (tmp_path / "c.yaml").write_text(BISECT_CONFIG)
+    done = csorch(cluster, "bisect", str(tmp_path / "c.yaml"), "--good", c[0], "--bad", "main",
+                  "--backend", "asan", "--out", str(tmp_path / "b"), "--cache-dir",
+                  str(tmp_path / "cache"), "--executor", "slurm", *FAST,
+                  cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert c[2] in done.stdout
+    steps = json.loads((tmp_path / "b" / "bisect.json").read_text())["state"]["steps"]
+    assert len(steps) >= 3  # both ends re-checked, then the middle
+    for step in steps:
+        doc = results(tmp_path / "b" / step["evaluation"]["bundle"])
+        assert doc["attempts"] and all(a["placement"]["node"] == NODE for a in doc["attempts"]), (
+            doc["attempts"]
+        )
