@@ -162,9 +162,9 @@ def run_command(
     try:
         check_backend(backend)
         experiment = only_cases(load_experiment(config), case or [])
-        device_list = parse_devices(devices) if devices else ()
         runner = executor_for(experiment, executor, slurm)
-        check_local_only(runner, device_list)
+        check_local_only(runner, devices)
+        device_list = parse_devices(devices) if devices else ()
         choice, facts = choose_backend(backend)
     except ValueError as exc:
         raise fail(CsorchError(f"--devices: {exc}")) from None

@@ -50,8 +50,9 @@ def executor_for(
     return slurm.Slurm(with_flags(experiment.slurm, pairs or []))
 
 
-def check_local_only(executor: workflow.Executor | None, devices: tuple[str, ...]) -> None:
-    """--devices picks GPUs on this host; Slurm gives each task its own through gres."""
+def check_local_only(executor: workflow.Executor | None, devices: str | None) -> None:
+    """--devices (the flag as given) picks GPUs on this host; Slurm gives each task its
+    own through gres."""
     if executor is not None and devices:
         raise CsorchError(
             "--devices picks GPUs on this host; under Slurm each attempt gets its own GPU "
