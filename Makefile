@@ -11,7 +11,7 @@ EXT_LIB := ext/qext/_C.so
 EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup validate test bench bench-qext bench-orchestrator lint clean
+.PHONY: help setup slurm-deps validate test bench bench-qext bench-orchestrator lint clean
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench-qext / bench-orchestrator   one of the two"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
 	@echo "make lint       ruff, if installed"
+	@echo "make slurm-deps Debian's Slurm and munge for the real-Slurm tests (as root; quick when present)"
 
 setup: $(SETUP_STAMP) $(EXT_LIB)
 
@@ -40,7 +41,12 @@ validate: setup
 	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto \
 		--devices $(VALIDATE_DEVICES) --out $(VALIDATE_OUT)
 
-test: setup
+# the real-Slurm tests (tests/e2e/test_run_slurm.py) start their own slurmctld/slurmd/munged;
+# this only installs the packages (root + apt), else says why those tests will skip
+slurm-deps:
+	bash tools/slurm_deps.sh
+
+test: setup slurm-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup

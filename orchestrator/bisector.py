@@ -139,10 +139,18 @@ def begin(out: Path, search: Search, settings: Settings, commits: tuple[Commit, 
     return state
 
 
-def drive(out: Path, state: State, subj: Subject, host: Host, reporter: Reporter) -> State:
+def drive(
+    out: Path,
+    state: State,
+    subj: Subject,
+    host: Host,
+    reporter: Reporter,
+    executor: workflow.Executor | None = None,
+) -> State:
     """Probe until the answer is known, saving the state after every step. Raises
     BisectError when an end does not re-check as the search assumes; on Ctrl-C the
-    state of the finished steps stays in `out`."""
+    state of the finished steps stays in `out`. `executor`: where each step's attempts
+    run (None: here)."""
     status = bisect.status(state.bisection)
     reporter.started(state, status)
     search, settings = state.search, state.settings
@@ -156,6 +164,7 @@ def drive(out: Path, state: State, subj: Subject, host: Host, reporter: Reporter
             work=out / ".work",
             jobs=settings.jobs,
             repeat=search.repeat,
+            executor=executor,
         )
         reporter.step_started(number, commit, status)
         spec = probe.at_commit(search.repo, commit.sha, search.subdir)

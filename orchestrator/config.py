@@ -47,6 +47,7 @@ the closest key for a misspelt one. Paths are relative to the config file.
         - {checker: memcheck, kind: invalid-access, function: "*nvfp4*"}    # string
         - {checker: asan, kind: heap-use-after-free, frame: "*nvfp4*"}      # fields: globs
       # target: {outcome: failed, case: "*replay*"}   (a regression instead of a finding)
+    executor: local                       # or slurm; the slurm: block is in slurm_options.py
 
 Signature targets watch runs with a checker and outcome targets plain runs, unless a
 target names its `run`; a target that names its `checker` counts only where that tool
@@ -102,6 +103,8 @@ from orchestrator.schema import (
     URL_RE,
     VARIANT,
 )
+from orchestrator.slurm_options import SlurmSettings, executor_of
+from orchestrator.slurm_options import read as read_slurm
 from orchestrator.yamlview import View, load
 
 
@@ -195,6 +198,7 @@ class _Reader:
         repeats = f.get("repeats")
         timeout = f.get("timeout")
         description = f.get("description")
+        slurm = f.get("slurm")
         experiment = Experiment(
             name=name,
             source=source,
@@ -205,6 +209,8 @@ class _Reader:
             timeout=timeout.duration() if timeout else 900.0,
             description=description.text() if description else "",
             config=self.path,
+            executor=executor_of(f.get("executor")),
+            slurm=read_slurm(slurm) if slurm else SlurmSettings(),
         )
         expect = f.get("expect")
         if expect is None:

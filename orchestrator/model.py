@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.serial import Record
+from orchestrator.slurm_options import SlurmSettings
 
 Env = tuple[tuple[str, str], ...]
 
@@ -192,6 +193,8 @@ class Experiment(Record):
     expect: Expectations | None = None
     description: str = ""
     config: Path | None = None
+    executor: str = "local"  # where attempts run: "local" or "slurm" (flags override)
+    slurm: SlurmSettings = SlurmSettings()
 
     def variant(self, name: str) -> Variant:
         return next(v for v in self.variants if v.name == name)
@@ -389,6 +392,18 @@ class NodeResult(Record):
 
 
 @dataclass(frozen=True)
+class Placement(Record):
+    """Where a cluster executor ran an attempt: the Slurm job and node of each try.
+    A try that Slurm killed (time limit, node failure, preemption) is retried once."""
+
+    executor: str  # "slurm"
+    job_id: str  # the array task that gave the result: "1234_7"
+    node: str
+    state: str  # Slurm's final word for it: COMPLETED, FAILED, TIMEOUT, ...
+    tries: tuple[str, ...] = ()  # every try, first to last: "1234_7 on gpu-a17: TIMEOUT"
+
+
+@dataclass(frozen=True)
 class Attempt(Record):
     """One variant x run x case x device x repeat execution (`repeat` counts from 0)."""
 
@@ -411,6 +426,7 @@ class Attempt(Record):
     nodes: tuple[NodeResult, ...] = ()
     launches: tuple[Launch, ...] = ()
     gpu: str = ""  # the UUID of the GPU the child reported using ("" where none said)
+    placement: Placement | None = None  # None: run locally
 
     @property
     def inconclusive_reason(self) -> str:

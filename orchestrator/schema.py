@@ -24,6 +24,8 @@ TOP = {
     "repeats": "how many times each variant x run x case runs (N)",
     "timeout": "time limit per attempt: seconds, or 90s / 10m / 2h",
     "expect": "the causality claim: {controls, fix, min_hits, target}",
+    "executor": "where the attempts run: local or slurm",
+    "slurm": "Slurm settings: {partition, account, time, gres, sbatch, throttle, poll}",
 }
 SOURCE = {
     "path": "a directory",

@@ -16,9 +16,11 @@ import dataclasses
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, Protocol
 
 from orchestrator import build, cache, execute, judge, tally
 from orchestrator.backends import Asan, ComputeSanitizer, serves
@@ -30,6 +32,24 @@ from orchestrator.plan import Fanout, Job, plan
 from orchestrator.sources import Workspace
 
 DEFAULT_WORK = Path("build") / "csorch-work"
+
+
+class Executor(Protocol):
+    """Where attempts run when not as local child processes (slurm.Slurm): given a built
+    variant's jobs, it reports each job's queue phase and each finished Attempt."""
+
+    name: str
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def run(
+        self,
+        jobs: Sequence[Job],
+        built: Build,
+        ctx: execute.Context,
+        placed: Callable[[Job, str, str], None],
+        done: Callable[[Attempt], None],
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,7 @@ class Options:
     repeat: int | None = None  # overrides every run's repeats
     python: str = sys.executable
     keep_work: bool = False
+    executor: Executor | None = None  # None: local child processes
 
 
 class Events:
@@ -55,6 +76,8 @@ class Events:
     def build_finished(self, build: Build) -> None: ...
     def attempt_started(self, job: Job) -> None: ...
     def attempt_finished(self, attempt: Attempt) -> None: ...
+    def attempt_placed(self, job: Job, phase: str, node: str) -> None:
+        """A cluster executor's job moved to `phase` (queued, running, done) on `node`."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +114,8 @@ class _Run:
         self.experiment, self.options, self.events = experiment, options, events
         self.cancel = threading.Event()
         self.lock = threading.Lock()
+        # a cluster executor's variants each wait on the queue in a thread of their own
+        self.waiters = cf.ThreadPoolExecutor(max_workers=max(1, len(experiment.variants)))
         unserved = {r.name: serves(options.backend, r.checker) for r in experiment.runs}
         self.jobs = plan(
             experiment,
@@ -122,6 +147,7 @@ class _Run:
                 "fanout": options.fanout.value,
                 "jobs": options.jobs,
                 "cache": str(Path(options.cache).resolve()),
+                "executor": options.executor.describe() if options.executor else "local",
             },
             started=_now(),
             not_run=[f"run {name}: {why}" for name, why in unserved.items() if why],
@@ -200,6 +226,12 @@ class _Run:
                     tree, built = future.result()
                     self.events.build_finished(built)
                     self.record(builds=built, **({"sources": tree} if tree else {}))
+                    if built.ok and self.options.executor is not None:
+                        jobs = [j for j in self.jobs if j.variant == what.name]
+                        # its own thread: waiting on the queue must not hold a build slot
+                        batch = self.waiters.submit(self.batch, self.options.executor, jobs, built)
+                        pending[batch] = _Batch(what.name)
+                        continue
                     for job in (j for j in self.jobs if j.variant == what.name):
                         if built.ok:
                             pending[pool.submit(self.attempt, job, built)] = job
@@ -213,8 +245,20 @@ class _Run:
                                     f"variant {what.name} did not build",
                                 )
                             )
+                elif isinstance(what, _Batch):
+                    future.result()  # its attempts were recorded as they finished
                 else:
                     self.finish_attempt(future.result())
+
+    def batch(self, executor: Executor, jobs: list[Job], built: Build) -> None:
+        """A variant's attempts through a cluster executor (one worker thread waits)."""
+
+        def placed(job: Job, phase: str, node: str) -> None:
+            self.events.attempt_placed(job, phase, node)
+            if phase == "running":
+                self.events.attempt_started(job)
+
+        executor.run(jobs, built, self.exec_ctx, placed, self.finish_attempt)
 
     def finish_attempt(self, attempt: Attempt) -> None:
         self.events.attempt_finished(attempt)
@@ -230,6 +274,11 @@ class _Run:
             self.snap.finished = _now()
             self.bundle.write(self.snap)
         return judgement
+
+
+@dataclass(frozen=True)
+class _Batch:
+    variant: str
 
 
 def _key(item: Job | Attempt) -> tuple[str, str, str, int, str]:
@@ -255,6 +304,7 @@ def run_experiment(
             # the bundle says it is incomplete; after a normal end nothing is left to stop
             state.cancel.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            state.waiters.shutdown(wait=True)  # after scancel: nothing left queued
             if not drove:
                 state.conclude(complete=False)
         state.cache.evict(keep=[b.cache_key for b in state.snap.builds if b.ok])

@@ -129,4 +129,4 @@ VERDICT_EXIT = {
 }
 
 # each verb's module registers its command(s) on `app` when imported
-from orchestrator.cli import bisect, gate, inspect, report, run  # noqa: E402,F401
+from orchestrator.cli import bisect, gate, inspect, report, run, slurm  # noqa: E402,F401

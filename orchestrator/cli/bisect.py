@@ -30,6 +30,7 @@ from typer.core import TyperCommand
 from orchestrator import bisector, cache, history, host, probe, workflow
 from orchestrator.bisect import Commit, Mark, Status, status
 from orchestrator.cli import ExitCode, app, choose_backend, err, fail, interrupt, out
+from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, executor_for
 from orchestrator.config import load_experiment
 from orchestrator.errors import BisectError, CsorchError
 from orchestrator.model import Build, SourceKind, SourceSpec, TargetPattern
@@ -251,6 +252,8 @@ def bisect_command(
     resume: Annotated[
         Path | None, typer.Option(help="continue the bisection kept in this --out directory")
     ] = None,
+    executor: ExecutorOpt = None,
+    slurm: SlurmOpt = None,
 ) -> None:
     """Find the first commit that shows the config's target signature (or, with
     --find-fix, the first that no longer does)."""
@@ -267,6 +270,7 @@ def bisect_command(
         else:
             asked = _Asked(config, good, bad, repo, subdir, find_fix, backend, variant, repeat)
         out_path, state, subj, facts = _prepare(asked, out_dir, cache_dir, jobs)
+        runner = executor_for(subj.experiment, executor, slurm)
     except CsorchError as exc:  # a BisectError here is a range that is not one: usage
         raise fail(exc) from None
     out.print(
@@ -277,7 +281,8 @@ def bisect_command(
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:
-            state = bisector.drive(out_path, state, subj, facts, _Reporter(progress, subj.targets))
+            reporter = _Reporter(progress, subj.targets)
+            state = bisector.drive(out_path, state, subj, facts, reporter, runner)
     except KeyboardInterrupt:
         err.print(
             f"interrupted; resume with: {bisector.resume_command(out_path)}",

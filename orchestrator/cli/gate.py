@@ -37,6 +37,7 @@ from orchestrator.cli import (
     resolve_devices,
 )
 from orchestrator.cli.run import default_out, run_one
+from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, check_local_only, executor_for
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.model import Verdict
@@ -89,6 +90,7 @@ def _options(
     repeat: int | None = None,
     devices: tuple[str, ...] = (),
     fanout: Fanout = Fanout.SHARD,
+    executor: workflow.Executor | None = None,
 ) -> workflow.Options:
     return workflow.Options(
         backend=choice.backend,
@@ -99,6 +101,7 @@ def _options(
         repeat=repeat,
         devices=devices,
         fanout=fanout,
+        executor=executor,
     )
 
 
@@ -186,6 +189,8 @@ def gate_command(
     ] = Fanout.SHARD,
     jobs: Jobs = None,
     cache_dir: CacheDir = cache.DEFAULT_DIR,
+    executor: ExecutorOpt = None,
+    slurm: SlurmOpt = None,
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
@@ -200,6 +205,10 @@ def gate_command(
         policy = gate.load_policy(policies[0]) if policies else gate.default_policy(extra)
         listed = list(dict.fromkeys([*policy.experiments, *extra]))
         experiments = [load_experiment(c) for c in listed]
+        # each experiment's own executor: and slurm: block, the flags over them
+        runners = [executor_for(e, executor, slurm) for e in experiments]
+        for runner in runners:
+            check_local_only(runner, devices)
     except CsorchError as exc:
         raise fail(exc) from None
     judged: list[gate.Judged] = []
@@ -221,9 +230,11 @@ def gate_command(
             raise fail(exc) from None
         if device_list:
             out.print(f"devices: {','.join(device_list)} ({fanout.value})", highlight=False)
-        for experiment in experiments:
+        for experiment, runner in zip(experiments, runners, strict=True):
+            # under Slurm each attempt gets its GPU from the scheduler (--gres)
+            local = device_list if runner is None else ()
             options = _options(
-                choice, out_dir / experiment.name, cache_dir, jobs, repeat, device_list, fanout
+                choice, out_dir / experiment.name, cache_dir, jobs, repeat, local, fanout, runner
             )
             result = run_one(experiment, options, facts)
             judged.append(

@@ -25,6 +25,7 @@ from orchestrator.cli import (
     out,
     resolve_devices,
 )
+from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, check_local_only, executor_for
 from orchestrator.config import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, Experiment
@@ -39,6 +40,7 @@ class _Progress(workflow.Events):
         self.progress = progress
         self.builds = progress.add_task("building", total=0)
         self.runs = progress.add_task("running", total=0)
+        self.phases: dict[Job, str] = {}  # a cluster executor's jobs: queued/running/done
 
     def planned(self, variants: list[str], jobs: int) -> None:
         self.progress.update(self.builds, total=len(variants))
@@ -53,10 +55,21 @@ class _Progress(workflow.Events):
         self.progress.advance(self.builds)
 
     def attempt_started(self, job: Job) -> None:
+        if self.phases:  # a cluster's queue: the counts say more than one name
+            return
         self.progress.update(self.runs, description=f"running {job.variant}/{job.run}/{job.case}")
 
     def attempt_finished(self, attempt: Attempt) -> None:
         self.progress.advance(self.runs)
+
+    def attempt_placed(self, job: Job, phase: str, node: str) -> None:
+        self.phases[job] = phase
+        counts = {p: list(self.phases.values()).count(p) for p in ("queued", "running", "done")}
+        self.progress.update(
+            self.runs,
+            description=f"slurm: {counts['queued']} queued, {counts['running']} running, "
+            f"{counts['done']} done",
+        )
 
 
 def default_out(name: str) -> Path:
@@ -145,13 +158,17 @@ def run_command(
     case: Annotated[
         list[str] | None, typer.Option("--case", help="run only this config case (repeatable)")
     ] = None,
+    executor: ExecutorOpt = None,
+    slurm: SlurmOpt = None,
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality."""
     try:
         check_backend(backend)
         experiment = only_cases(load_experiment(config), case or [])
+        runner = executor_for(experiment, executor, slurm)
+        check_local_only(runner, devices)
         choice, facts = choose_backend(backend)
-        device_list = resolve_devices(devices, choice.backend, facts)
+        device_list = resolve_devices(devices, choice.backend, facts) if runner is None else ()
     except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
         raise fail(exc) from None
     if out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
@@ -168,6 +185,7 @@ def run_command(
         fanout=fanout,
         repeat=repeat,
         keep_work=keep_work,
+        executor=runner,
     )
     result = run_one(experiment, options, facts)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

@@ -81,6 +81,24 @@ def _runs(experiment: Experiment, tools: Mapping[str, Checker]) -> str:
     return "; ".join(parts)
 
 
+def _executor(results: Mapping[str, Any]) -> str:
+    """Where the attempts ran: here, or which Slurm arrays and nodes."""
+    executor = results.get("options", {}).get("executor", "local")
+    if not isinstance(executor, Mapping):
+        return _esc(str(executor))
+    placed = [a["placement"] for a in results.get("attempts", []) if a.get("placement")]
+    arrays = sorted({p["job_id"].split("_")[0] for p in placed}, key=int)
+    nodes = sorted({p["node"] for p in placed if p["node"]})
+    retried = sum(1 for p in placed if len(p.get("tries", ())) > 1)
+    return (
+        f"{_esc(str(executor.get('name')))}: {len(placed)} attempts as array tasks of job "
+        f"{', '.join(arrays) or 'none'} on {_esc(', '.join(nodes)) or 'no node'}"
+        + (f", {retried} retried after Slurm ended them" if retried else "")
+        # the facts below are probed where csorch ran, not on the nodes
+        + "; the host rows below describe the submitting host"
+    )
+
+
 def _setup(
     results: Mapping[str, Any],
     manifest: Mapping[str, Any],
@@ -113,6 +131,7 @@ def _setup(
         ["runs", _runs(experiment, tools)],
         ["config", f"{_code(config.get('path', ''))} (sha256 {_digest(config.get('sha256', ''))})"],
         ["command", _code(" ".join(["csorch", *command[1:]])) if command else "not recorded"],
+        ["executor", _executor(results)],
         [
             "csorch",
             f"{value(results.get('csorch'))}, "
