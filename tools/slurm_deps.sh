@@ -36,7 +36,9 @@ echo "slurm-deps: installing ${PKGS[*]} (missing: ${missing[*]})"
 export DEBIAN_FRONTEND=noninteractive
 # --no-install-recommends: no mail server, no docs; the packages' services are not
 # started in a container (policy-rc.d) and the tests start their own daemons anyway
-if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${PKGS[@]}" >/dev/null; }; then
+# bounded: on a machine without network (the GPU one) apt must give up quickly
+APT_NET=(-o Acquire::Retries=0 -o Acquire::http::Timeout=10 -o Acquire::https::Timeout=10)
+if ! { timeout 120 apt-get "${APT_NET[@]}" update -qq && apt-get install -y -qq --no-install-recommends "${PKGS[@]}" >/dev/null; }; then
   # root with apt but offline (the GPU machine): the same as not being able to install
   echo "slurm-deps: apt-get could not install ${PKGS[*]}; the real-Slurm tests will skip"
   [ "${CSORCH_REQUIRE_SLURM:-0}" = 1 ] && exit 1
