@@ -33,9 +33,15 @@ $(EXT_LIB): $(SETUP_STAMP) $(EXT_INPUTS)
 
 # the release gate on the best backend present (compute-sanitizer on a GPU host, else
 # ASan); exit 0 pass, 1 fail, 3 inconclusive. Bundles, gate.json and report.md in VALIDATE_OUT.
+# VALIDATE_RESUME=DIR continues a gate that was killed or interrupted in DIR instead.
 VALIDATE_OUT ?= results/validate-$(shell date +%Y%m%d-%H%M%S)
+VALIDATE_RESUME ?=
 validate: setup
+ifeq ($(strip $(VALIDATE_RESUME)),)
 	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto --out $(VALIDATE_OUT)
+else
+	$(PY) -m orchestrator gate --resume $(VALIDATE_RESUME)
+endif
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -22,7 +22,7 @@ from orchestrator.cli import (
     fail,
     out,
 )
-from orchestrator.cli.run import default_out, run_one
+from orchestrator.cli.run import cannot_write, default_out, run_one
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.model import Verdict
@@ -251,7 +251,10 @@ def gate_command(
                 "cache": str(cache_dir.resolve()),
                 "resume": journal.resume_command("gate", out_dir),
             }
-            atomic_write(out_dir / GATE_RUN, json.dumps(record, indent=1))
+            try:
+                atomic_write(out_dir / GATE_RUN, json.dumps(record, indent=1))
+            except OSError as exc:
+                raise cannot_write(exc, journal.resume_command("gate", out_dir)) from None
         else:
             try:
                 choice, facts = choose_backend(backend)
@@ -272,11 +275,14 @@ def gate_command(
     result = gate.decide(policy, judged, missing, broken)
     out.print(verdicts.gate(result))
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
         doc = {"schema": GATE_SCHEMA, **result.to_dict()}
-        atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
         report = "\n".join([verdicts.gate_markdown(result), *_sections(judged)])
-        atomic_write(out_dir / REPORT, report)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
+            atomic_write(out_dir / REPORT, report)
+        except OSError as exc:
+            raise cannot_write(exc, journal.resume_command("gate", out_dir)) from None
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])
 

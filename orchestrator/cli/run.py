@@ -81,6 +81,19 @@ def interrupted(command: str) -> typer.Exit:
     return typer.Exit(ExitCode.INCONCLUSIVE)
 
 
+def cannot_write(exc: OSError, command: str) -> typer.Exit:
+    """The bundle or the journal could not be written: what is journaled is kept, the
+    verdict is INCONCLUSIVE, and the same command continues once the cause is fixed."""
+    where = f" {exc.filename}" if exc.filename else ""
+    err.print(
+        f"[bold red]error:[/] cannot write{where}: {exc.strerror or exc}; the run is "
+        f"inconclusive; once fixed, resume with: {command}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
 def run_one(
     experiment: Experiment, options: workflow.Options, facts: host.Host, resume: str = ""
 ) -> workflow.RunResult:
@@ -102,6 +115,8 @@ def run_one(
         raise interrupted(resume or journal.resume_command("run", options.out)) from None
     except CsorchError as exc:  # a resume refused (another run's journal, a changed source)
         raise fail(exc) from None
+    except OSError as exc:  # the disk is full, the bundle directory went away
+        raise cannot_write(exc, resume or journal.resume_command("run", options.out)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     out.print(
