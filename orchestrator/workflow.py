@@ -227,7 +227,8 @@ class _Run:
                 path.unlink()
         self.before = journal.builds
         self.journal = journal
-        self.events.resumed(len(self.kept), len(journal.attempts) - len(self.kept))
+        untrusted = len(journal.attempts) - len(self.kept) + journal.dropped
+        self.events.resumed(len(self.kept), untrusted)
 
     def _reusable(self, variant: str, built: Build, tree: SourceTree | None) -> bool:
         """Whether this variant's journaled attempts ran against what was just built.

@@ -44,7 +44,11 @@ class _Progress(workflow.Events):
         self.progress.update(self.runs, total=jobs)
 
     def resumed(self, kept: int, dropped: int) -> None:
-        again = f"; {dropped} whose logs changed or are incomplete run again" if dropped else ""
+        again = (
+            f"; {dropped} journaled record(s) not trusted (changed, torn or incomplete) run again"
+            if dropped
+            else ""
+        )
         self.progress.console.print(
             f"resuming: {kept} finished attempt(s) kept (logs verified by digest){again}",
             highlight=False,
