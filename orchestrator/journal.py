@@ -19,8 +19,8 @@ compiler) runs them all again, and a failed build is tried again.
 
 A resume must be the same run: the same experiment (after --case and --repeat), the
 same config digest, backend and device fan-out, and each variant's source tree and
-patches must hash as they did. Anything else is refused with what differs: mixing the attempts of two different runs in one bundle would be evidence of
-neither. Reads and writes files only; nothing here starts a process or prints.
+patches must hash as they did. Anything else is refused with what differs: mixing the
+attempts of two different runs in one bundle would be evidence of neither. Reads and writes files only; nothing here starts a process or prints.
 """
 
 from __future__ import annotations

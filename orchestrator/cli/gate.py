@@ -254,7 +254,7 @@ def gate_command(
             try:
                 atomic_write(out_dir / GATE_RUN, json.dumps(record, indent=1))
             except OSError as exc:
-                raise cannot_write(exc, journal.resume_command("gate", out_dir)) from None
+                raise cannot_write(exc, journal.resume_command("gate", out_dir), out_dir) from None
         else:
             try:
                 choice, facts = choose_backend(backend)
@@ -282,7 +282,7 @@ def gate_command(
             atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
             atomic_write(out_dir / REPORT, report)
         except OSError as exc:
-            raise cannot_write(exc, journal.resume_command("gate", out_dir)) from None
+            raise cannot_write(exc, journal.resume_command("gate", out_dir), out_dir) from None
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])
 

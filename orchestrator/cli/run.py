@@ -85,10 +85,10 @@ def interrupted(command: str) -> typer.Exit:
     return typer.Exit(ExitCode.INCONCLUSIVE)
 
 
-def cannot_write(exc: OSError, command: str) -> typer.Exit:
+def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
     """The bundle or the journal could not be written: what is journaled is kept, the
     verdict is INCONCLUSIVE, and the same command continues once the cause is fixed."""
-    where = f" {exc.filename}" if exc.filename else ""
+    where = f" {exc.filename}" if exc.filename else f" in {out_dir}"
     err.print(
         f"[bold red]error:[/] cannot write{where}: {exc.strerror or exc}; the run is "
         f"inconclusive; once fixed, resume with: {command}",
@@ -120,7 +120,8 @@ def run_one(
     except CsorchError as exc:  # a resume refused (another run's journal, a changed source)
         raise fail(exc) from None
     except OSError as exc:  # the disk is full, the bundle directory went away
-        raise cannot_write(exc, resume or journal.resume_command("run", options.out)) from None
+        again = resume or journal.resume_command("run", options.out)
+        raise cannot_write(exc, again, options.out) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     out.print(

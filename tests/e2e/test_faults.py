@@ -232,7 +232,8 @@ def test_a_tampered_log_or_journal_line_is_run_again(tmp_path: Path, finished) -
     done = csorch("run", "--resume", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "resuming: 10 finished attempt(s) kept" in done.stderr + done.stdout
-    assert "2 journaled record(s) not trusted (changed, torn or incomplete) run again" in done.stderr + done.stdout
+    said = done.stderr + done.stdout
+    assert "2 journaled record(s) not trusted (changed, torn or incomplete) run again" in said
     assert differences(canonical(out, cache_dir, was=src), expected) == []
     assert verify.verify(out).ok
 
@@ -443,7 +444,9 @@ def test_two_runs_share_one_cold_cache(tmp_path: Path) -> None:
         built += [(b["variant"], b["cached"]) for b in results["builds"]]
         assert verify.verify(tmp_path / f"out{i}").ok
     # each variant built once, by whichever run took its lock first
-    assert sorted(built) == [("control", False), ("control", True), ("fixed", False), ("fixed", True)]
+    assert sorted(built) == [
+        ("control", False), ("control", True), ("fixed", False), ("fixed", True)
+    ]  # fmt: skip
     entries = list((cache_dir / "entries").iterdir())
     assert len(entries) == 2 and not list((cache_dir / "tmp").iterdir())
     for entry in entries:  # no torn entry: the metadata and every binary agree
