@@ -4,7 +4,7 @@
         {"kind": "begin", "run": {identity...}, "settings": {...}, "command": [...]}
         {"kind": "build", "build": {...}, "source": {...}}   (a variant built or not)
         {"kind": "attempt", "attempt": {...}, "logs": {"logs/...": sha256}}
-        {"kind": "session", "command": [...]}             (each resume)
+        {"kind": "session", "command": [...], "session": ID}   (each resume)
       and every line carries "sha256": the digest of the rest of the line.
 
 results.json and manifest.json are rewritten atomically too, but they are views; the
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import proc
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, SourceTree
 from orchestrator.sources import file_digest
@@ -97,6 +98,7 @@ class Journal:
     attempts: list[tuple[Attempt, dict[str, str]]] = field(default_factory=list)
     builds: dict[str, tuple[Build, SourceTree | None]] = field(default_factory=dict)
     dropped: int = 0  # lines that were torn or altered
+    sessions: list[str] = field(default_factory=list)  # proc.SESSION of each session
 
     @classmethod
     def create(
@@ -112,6 +114,7 @@ class Journal:
             "settings": dict(settings),
             "command": list(command),
             "started": started,
+            "session": proc.SESSION,
         }
         tmp = path.with_name(f".{JOURNAL}.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
@@ -144,7 +147,7 @@ class Journal:
             )
         journal = cls(
             path, begin["run"], begin.get("settings", {}), begin.get("command", []),
-            begin.get("started", ""),
+            begin.get("started", ""), sessions=[begin.get("session", "")],
         )
         kept: dict[tuple, tuple[Attempt, dict[str, str]]] = {}
         for text in lines[1:]:
@@ -154,7 +157,9 @@ class Journal:
             if doc is None:
                 journal.dropped += 1
                 continue
-            if doc.get("kind") == "attempt":
+            if doc.get("kind") == "session":
+                journal.sessions.append(str(doc.get("session", "")))
+            elif doc.get("kind") == "attempt":
                 try:
                     attempt = Attempt.from_dict(doc["attempt"])
                 except (KeyError, TypeError, ValueError):
@@ -188,7 +193,7 @@ class Journal:
             end = data.rfind(b"\n") + 1
             if end != len(data):
                 f.truncate(end)
-        self._append({"kind": "session", "command": list(command)})
+        self._append({"kind": "session", "command": list(command), "session": proc.SESSION})
 
     def record(self, attempt: Attempt, root: Path, stem: str) -> None:
         """Append a finished attempt with the digest of each of its files under logs/."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator import build, cache, execute, judge, tally
+from orchestrator import build, cache, execute, judge, proc, tally
 from orchestrator.journal import Journal, ResumeError, attempt_logs, intact, resume_command
 from orchestrator.backends import Asan, ComputeSanitizer, serves
 from orchestrator.bundle import Bundle, Snapshot
@@ -212,6 +212,8 @@ class _Run:
                 hint=f"continue it as it began (`{resume_command('run', root)}` with no other "
                 "option), or start again with a new --out",
             )
+        # children of a csorch killed outright may still run (and write their logs)
+        proc.stop_leftovers(journal.sessions)
         journal.reopen(self.snap.command)
         self.snap.started, self.snap.command = journal.started, journal.command
         stems = {_key(j): j.stem() for j in self.jobs}

@@ -518,3 +518,35 @@ def test_a_non_executable_compute_sanitizer_is_a_clear_usage_error(tmp_path: Pat
     assert done.returncode == 2, done.stdout + done.stderr
     no_traceback(done)
     assert "checker compute-sanitizer is unavailable" in done.stderr
+
+
+def test_children_of_a_killed_csorch_are_stopped_on_resume(tmp_path: Path) -> None:
+    """A SIGKILL of csorch orphans its case process (each sits in its own session); the
+    resume finds it by the session tag in its environment and stops it before running."""
+    pidfile, mark = tmp_path / "pid", tmp_path / "mark"
+    sleeper = (
+        f'[sh, -c, "echo $$ > {pidfile}; [ -e {mark} ] && exec ./pick; '
+        f'touch {mark}; exec sleep 120"]'
+    )
+    config = tmp_path / "orphan.yaml"
+    config.write_text(
+        FAULTY.format(source=FIXTURES / "cprog", patch=FIXTURES / "fix-oob.patch",
+                      command=sleeper).replace("timeout: 4s", "timeout: 5m")
+    )  # fmt: skip
+    out = tmp_path / "out"
+    proc = start("run", str(config), "--backend", "asan", "--out", str(out), "--jobs", "1",
+                 "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert proc.poll() is None, proc.communicate()[0]
+        time.sleep(0.05)
+    orphan = int(pidfile.read_text())
+    proc.kill()
+    proc.communicate(timeout=60)
+    os.kill(orphan, 0)  # still running: nobody stopped it
+    done = csorch("run", "--resume", str(out), cwd=tmp_path)
+    no_traceback(done)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(orphan, 0)
+            time.sleep(0.05)
