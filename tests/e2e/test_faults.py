@@ -89,10 +89,10 @@ def no_traceback(done) -> None:
 
 # timings; how a build was obtained (cached), not what it is; the pid a report names
 TIMINGS = {"started", "finished", "duration", "cpu", "cached", "pid"}
-_VOLATILE = [
+_VOLATILE = [  # in this order: a scratch name may hold "0x1f"
+    (re.compile(r"[^\s'\"(]*/csorch-work/run-[a-z0-9_]{8}"), "WORK"),  # a session's scratch
     (re.compile(r"0x[0-9a-f]+"), "0x?"),  # ASLR
     (re.compile(r"==\d+=="), "==PID=="),
-    (re.compile(r"[^\s'\"(]*/csorch-work/run-[a-z0-9_]{8}"), "WORK"),  # a session's scratch
 ]
 
 
