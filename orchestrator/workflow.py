@@ -277,10 +277,14 @@ class _Run:
 
     def attempt(self, job: Job, built: Build) -> Attempt:
         self.events.attempt_started(job)
-        if self.options.resume:  # what an earlier session left of this attempt is not evidence
+        self.forget(job)
+        return execute.execute(job, built, self.exec_ctx)
+
+    def forget(self, job: Job) -> None:
+        """On resume, drop what an earlier session left of a job that is not kept."""
+        if self.options.resume:
             for path in attempt_logs(self.bundle.root, job.stem()):
                 path.unlink()
-        return execute.execute(job, built, self.exec_ctx)
 
     def record(self, **items: object) -> None:
         with self.lock:
@@ -313,6 +317,7 @@ class _Run:
                         elif built.ok:
                             pending[pool.submit(self.attempt, job, built)] = job
                         else:
+                            self.forget(job)
                             run = self.experiment.run(job.run)
                             self.finish_attempt(
                                 execute.not_run(
