@@ -7,10 +7,10 @@ traceback. The subject is the cheap C program (tests/fixtures/e2e, ASan backend)
 The kill sweep kills `csorch run` at seeded random moments of a run (uniform over the
 span an uninterrupted run takes, measured here first), resumes it, and requires the
 bundle to equal the uninterrupted run's apart from timings, addresses, pids and scratch
-paths. CI runs CSORCH_KILL_POINTS=2 SIGKILL points plus one SIGTERM and one SIGINT
-(about 25 s a point on 2 busy cores: a csorch start costs ~8 s there); the full sweep:
-`CSORCH_KILL_POINTS=20 [CSORCH_KILL_SEED=N] pytest tests/e2e/test_faults.py -k sweep`.
-Whole module in CI: about 2.5 minutes on 2 cores.
+paths. CI runs CSORCH_KILL_POINTS=1 SIGKILL point plus one SIGTERM and one SIGINT
+(8 to 25 s a point on 2 cores, by their load); the full sweep (22 points, 279 s here):
+`CSORCH_KILL_POINTS=20 [CSORCH_KILL_SEED=N] pytest tests/e2e/test_faults.py -s -k sweep`.
+Whole module in CI: 109 s on 2 cores (measured; up to ~4 min when they are busy).
 """
 
 from __future__ import annotations
