@@ -35,11 +35,17 @@ $(EXT_LIB): $(SETUP_STAMP) $(EXT_INPUTS)
 # the release gate on the best backend present (compute-sanitizer on a GPU host, else
 # ASan); exit 0 pass, 1 fail, 3 inconclusive. Bundles, gate.json and report.md in VALIDATE_OUT.
 # The attempts are sharded over every GPU of the host (VALIDATE_DEVICES=0 keeps one).
+# VALIDATE_RESUME=DIR continues a gate that was killed or interrupted in DIR instead.
 VALIDATE_OUT ?= results/validate-$(shell date +%Y%m%d-%H%M%S)
 VALIDATE_DEVICES ?= all
+VALIDATE_RESUME ?=
 validate: setup
+ifeq ($(strip $(VALIDATE_RESUME)),)
 	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto \
 		--devices $(VALIDATE_DEVICES) --out $(VALIDATE_OUT)
+else
+	$(PY) -m orchestrator gate --resume $(VALIDATE_RESUME)
+endif
 
 # the real-Slurm tests (tests/e2e/test_run_slurm.py) start their own slurmctld/slurmd/munged;
 # this only installs the packages (root + apt), else says why those tests will skip

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import bisect, probe, workflow
+from orchestrator import bisect, journal, probe, workflow
 from orchestrator.bisect import Bisection, Commit, Status
 from orchestrator.bundle import atomic_write
 from orchestrator.errors import CsorchError
@@ -89,7 +88,7 @@ class Reporter:
 
 def resume_command(out: Path) -> str:
     """The command line that continues the bisection kept in `out`."""
-    return shlex.join(["csorch", "bisect", "--resume", str(out)])
+    return journal.resume_command("bisect", out)
 
 
 def save(out: Path, state: State) -> None:

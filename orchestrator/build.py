@@ -255,6 +255,22 @@ def _binaries(entry: Path) -> list[str]:
     return sorted(p.relative_to(entry).as_posix() for p in found)
 
 
+def _sound(meta: dict, entry: Path) -> bool:
+    """Whether a published entry still holds what its metadata records: readable
+    metadata, its log, and every binary with its sha256. A damaged entry (a disk error,
+    a hand edit) is rebuilt rather than run and recorded under the old digests."""
+    try:
+        build = Build.from_dict(meta["build"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    if not (entry / LOG).is_file():
+        return False
+    try:
+        return all(file_digest(entry / a.path) == a.sha256 for a in build.artifacts)
+    except OSError:
+        return False
+
+
 def _from_meta(meta: dict, entry: Path, k: str, cached: bool, variant: str) -> Build:
     build = Build.from_dict(meta["build"])
     return Build(
@@ -309,6 +325,8 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
     log_copy.parent.mkdir(parents=True, exist_ok=True)
     with ctx.cache.lock(k):
         meta = ctx.cache.lookup(k)
+        if meta is not None and not _sound(meta, ctx.cache.entry(k)):
+            meta = None  # publish() replaces the damaged entry
         if meta is not None:
             ctx.cache.hold(k)
             shutil.copyfile(ctx.cache.entry(k) / LOG, log_copy)

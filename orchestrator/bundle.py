@@ -87,6 +87,7 @@ class Snapshot:
     finished: str = ""
     complete: bool = False
     interrupted: bool = False
+    command: list[str] = field(default_factory=lambda: list(sys.argv))  # the run's first
 
 
 class Bundle:
@@ -155,7 +156,7 @@ def manifest(snap: Snapshot, logs: Mapping[str, str], results_sha256: str = "") 
         "schema": MANIFEST_SCHEMA,
         "complete": snap.complete,
         "csorch": __version__,
-        "command": list(sys.argv),
+        "command": list(snap.command),
         "config": {
             "path": str(config) if config else "",
             "sha256": file_digest(config) if config and Path(config).is_file() else "",

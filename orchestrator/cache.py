@@ -110,7 +110,9 @@ class Cache:
         meta = self.entry(k) / META
         try:
             data = json.loads(meta.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+        except (OSError, ValueError):  # absent, unreadable, torn or not UTF-8: a miss
+            return None
+        if not isinstance(data, dict):
             return None
         (self.entry(k) / USED).touch()
         return data

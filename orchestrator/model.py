@@ -437,6 +437,8 @@ class Attempt(Record):
             return "timed out"
         if self.checker is Checker.NONE:
             return ""
+        if (self.returncode or 0) < 0:  # the checked process (ASan with it) did not end itself
+            return f"killed by signal {-self.returncode}"
         if self.parse is None:
             return "no checker log was parsed"
         return self.parse.reason

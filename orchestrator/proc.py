@@ -25,6 +25,11 @@ from orchestrator.serial import Record
 
 DEFAULT_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 _POLL_MAX = 0.05
+#: every child of this csorch process carries SESSION_VAR=SESSION in its environment (not
+#: in the recorded delta): after a SIGKILL of csorch, its children, which sit in their
+#: own sessions, are found by it and stopped before a resume runs anything
+SESSION_VAR = "CSORCH_SESSION"
+SESSION = f"{os.getpid()}-{os.urandom(6).hex()}"
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,7 @@ def run(
         raise KeyboardInterrupt
     args = tuple(os.fspath(a) for a in argv)
     child_env, delta = build_env(env, base_env)
+    child_env[SESSION_VAR] = SESSION
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     timed_out = False
@@ -211,3 +217,24 @@ def capture(
         proc.wait()
         raise
     return Captured(args, proc.returncode, timed_out, out.decode(errors="replace"))
+
+
+def leftovers(sessions: Sequence[str]) -> list[int]:
+    """Pids of processes started by the csorch sessions named (children of a csorch that
+    was killed outright), found by their environment in /proc."""
+    wanted = {f"{SESSION_VAR}={s}".encode() for s in sessions if s and s != SESSION}
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if wanted & set((entry / "environ").read_bytes().split(b"\0")):
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def stop_leftovers(sessions: Sequence[str]) -> int:
+    """SIGKILL the process groups of `leftovers(sessions)`; how many processes there were."""
+    pids = leftovers(sessions)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            _killpg(os.getpgid(pid), signal.SIGKILL)
+    return len(pids)

@@ -7,12 +7,19 @@ child processes at any moment. A variant that fails to materialize or build is r
 with its error and its attempts as not run; the others carry on. The bundle is
 rewritten after every build and attempt; Ctrl-C stops the children, leaves the bundle
 marked incomplete, and re-raises. Nothing here prints: progress goes to `Events`.
+
+Progress is journaled (`journal.py`) as each build and attempt finishes; with
+`Options.resume` the run continues the one journaled in `out`: attempts whose records and
+logs are intact are kept, the rest run again, and the bundle ends as an uninterrupted
+run's would (timings and whether a build came from the cache aside).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import hashlib
+import json
 import sys
 import tempfile
 import threading
@@ -22,14 +29,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from orchestrator import build, cache, execute, judge, tally
+from orchestrator import build, cache, execute, judge, proc, tally
 from orchestrator.backends import Asan, ComputeSanitizer, serves
 from orchestrator.bundle import Bundle, Snapshot
 from orchestrator.errors import BuildError, CsorchError
 from orchestrator.host import Host
+from orchestrator.journal import Journal, ResumeError, attempt_logs, intact, resume_command
 from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
 from orchestrator.plan import Fanout, Job, plan
-from orchestrator.sources import Workspace
+from orchestrator.sources import Workspace, file_digest
 
 DEFAULT_WORK = Path("build") / "csorch-work"
 
@@ -66,12 +74,15 @@ class Options:
     python: str = sys.executable
     keep_work: bool = False
     executor: Executor | None = None  # None: local child processes
+    resume: bool = False  # continue the run journaled in `out`
+    selected: tuple[str, ...] = ()  # the --case names (kept for a resume)
 
 
 class Events:
     """Progress callbacks (called from worker threads); the CLI draws them."""
 
     def planned(self, variants: list[str], jobs: int) -> None: ...
+    def resumed(self, kept: int, dropped: int) -> None: ...
     def build_started(self, variant: str) -> None: ...
     def build_finished(self, build: Build) -> None: ...
     def attempt_started(self, job: Job) -> None: ...
@@ -99,6 +110,34 @@ def with_repeats(experiment: Experiment, repeats: int | None) -> Experiment:
         return experiment
     runs = tuple(dataclasses.replace(r, repeats=None) for r in experiment.runs)
     return dataclasses.replace(experiment, repeats=repeats, runs=runs)
+
+
+def identity(experiment: Experiment, options: Options) -> dict[str, object]:
+    """What makes two sessions the same run (a resume must match it)."""
+    text = json.dumps(experiment.to_dict(), sort_keys=True)
+    config = experiment.config
+    return {
+        "experiment": hashlib.sha256(text.encode()).hexdigest(),
+        "config_sha256": file_digest(config) if config and Path(config).is_file() else "",
+        "backend": options.backend,
+        "devices": list(options.devices),
+        "fanout": options.fanout.value,
+    }
+
+
+def settings(experiment: Experiment, options: Options) -> dict[str, object]:
+    """What `csorch run --resume` needs to start the same run again."""
+    return {
+        "config": str(experiment.config or ""),
+        "cases": list(options.selected),
+        "repeat": options.repeat,
+        "backend": options.backend,
+        "reason": options.reason,
+        "devices": list(options.devices),
+        "fanout": options.fanout.value,
+        "jobs": options.jobs,
+        "cache": str(Path(options.cache).resolve()),
+    }
 
 
 def _now() -> str:
@@ -132,6 +171,9 @@ class _Run:
             else ComputeSanitizer(host.compute_sanitizer_path or None)
         )
         self.bundle = Bundle(options.out)
+        self.journal: Journal | None = None
+        self.kept: dict[tuple, Attempt] = {}  # journaled attempts whose logs are intact
+        self.before: dict[str, tuple[Build, SourceTree | None]] = {}  # journaled builds
         self.snap = Snapshot(
             experiment=experiment,
             backend={
@@ -178,6 +220,66 @@ class _Run:
             gpu_uuids=() if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids,
         )
 
+    def begin(self) -> None:
+        """Open the journal: a new one, or (resume) the old one, checked to be this run's,
+        with the attempts it holds re-verified and every file they do not account for
+        removed from logs/."""
+        root = self.bundle.root
+        ident = identity(self.experiment, self.options)
+        if not self.options.resume:
+            self.journal = Journal.create(
+                root, ident, settings(self.experiment, self.options), self.snap.command,
+                self.snap.started,
+            )
+            return
+        journal = Journal.read(root)
+        if differ := journal.differences(ident):
+            raise ResumeError(
+                f"{root} holds another run ({'; '.join(differ)})",
+                hint=f"continue it as it began (`{resume_command('run', root)}` with no other "
+                "option), or start again with a new --out",
+            )
+        # children of a csorch killed outright may still run (and write their logs)
+        proc.stop_leftovers(journal.sessions)
+        journal.reopen(self.snap.command)
+        self.snap.started, self.snap.command = journal.started, journal.command
+        stems = {_key(j): j.stem() for j in self.jobs}
+        trusted: set[Path] = set()
+        for attempt, logs in journal.attempts:
+            stem = stems.get(_key(attempt))
+            if stem is not None and intact(root, logs, stem):
+                self.kept[_key(attempt)] = attempt
+                trusted |= {root / rel for rel in logs}
+        # unlink (not truncate): a child orphaned by a SIGKILL may still hold its log open
+        for path in sorted((root / "logs").rglob("*")):
+            if path.is_file() and path not in trusted:
+                path.unlink()
+        self.before = journal.builds
+        self.journal = journal
+        untrusted = len(journal.attempts) - len(self.kept) + journal.dropped
+        self.events.resumed(len(self.kept), untrusted)
+
+    def _reusable(self, variant: str, built: Build, tree: SourceTree | None) -> bool:
+        """Whether this variant's journaled attempts ran against what was just built.
+        ResumeError when its source or patches changed since the run began."""
+        if variant not in self.before:
+            return False
+        old, old_tree = self.before[variant]
+        if old_tree is not None and tree is not None:
+            was = (old_tree.digest, [p.sha256 for p in old_tree.patches])
+            now = (tree.digest, [p.sha256 for p in tree.patches])
+            if was != now:
+                raise ResumeError(
+                    f"variant {variant}: its source tree or patches changed since the run "
+                    f"began (tree {was[0][:12]} -> {now[0][:12]})",
+                    hint="restore them to resume, or start again with a new --out",
+                )
+        return (
+            old.ok
+            and built.ok
+            and (old.cache_key, old.artifacts) == (built.cache_key, built.artifacts)
+        )
+
     def prepare(self, variant: Variant) -> tuple[SourceTree | None, Build]:
         """Materialize and build one variant; its own failures become a record."""
         self.events.build_started(variant.name)
@@ -202,7 +304,14 @@ class _Run:
 
     def attempt(self, job: Job, built: Build) -> Attempt:
         self.events.attempt_started(job)
+        self.forget(job)
         return execute.execute(job, built, self.exec_ctx)
+
+    def forget(self, job: Job) -> None:
+        """On resume, drop what an earlier session left of a job that is not kept."""
+        if self.options.resume:
+            for path in attempt_logs(self.bundle.root, job.stem()):
+                path.unlink()
 
     def record(self, **items: object) -> None:
         with self.lock:
@@ -224,18 +333,31 @@ class _Run:
                 what = pending.pop(future)
                 if isinstance(what, Variant):
                     tree, built = future.result()
+                    reuse = self._reusable(what.name, built, tree)
                     self.events.build_finished(built)
+                    assert self.journal is not None
+                    self.journal.record_build(built, tree)
                     self.record(builds=built, **({"sources": tree} if tree else {}))
                     if built.ok and self.options.executor is not None:
-                        jobs = [j for j in self.jobs if j.variant == what.name]
-                        # its own thread: waiting on the queue must not hold a build slot
-                        batch = self.waiters.submit(self.batch, self.options.executor, jobs, built)
-                        pending[batch] = _Batch(what.name)
+                        jobs = []
+                        for job in (j for j in self.jobs if j.variant == what.name):
+                            if reuse and _key(job) in self.kept:
+                                self.finish_attempt(self.kept[_key(job)], journaled=True)
+                            else:
+                                jobs.append(job)
+                        if jobs:  # its own thread: waiting on the queue holds no build slot
+                            batch = self.waiters.submit(
+                                self.batch, self.options.executor, jobs, built
+                            )
+                            pending[batch] = _Batch(what.name)
                         continue
                     for job in (j for j in self.jobs if j.variant == what.name):
-                        if built.ok:
+                        if reuse and _key(job) in self.kept:
+                            self.finish_attempt(self.kept[_key(job)], journaled=True)
+                        elif built.ok:
                             pending[pool.submit(self.attempt, job, built)] = job
                         else:
+                            self.forget(job)
                             run = self.experiment.run(job.run)
                             self.finish_attempt(
                                 execute.not_run(
@@ -260,7 +382,11 @@ class _Run:
 
         executor.run(jobs, built, self.exec_ctx, placed, self.finish_attempt)
 
-    def finish_attempt(self, attempt: Attempt) -> None:
+    def finish_attempt(self, attempt: Attempt, *, journaled: bool = False) -> None:
+        if not journaled:
+            assert self.journal is not None
+            stem = next(j.stem() for j in self.jobs if _key(j) == _key(attempt))
+            self.journal.record(attempt, self.bundle.root, stem)
         self.events.attempt_finished(attempt)
         self.record(attempts=attempt)
 
@@ -291,10 +417,11 @@ def run_experiment(
     """Run one experiment end to end; the bundle is in `options.out`."""
     experiment = with_repeats(experiment, options.repeat)
     state = _Run(experiment, options, host, events or Events())
-    state.events.planned([v.name for v in experiment.variants], len(state.jobs))
-    state.bundle.write(state.snap)
     pool = cf.ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
+        state.begin()
+        state.events.planned([v.name for v in experiment.variants], len(state.jobs))
+        state.bundle.write(state.snap)
         drove = False
         try:
             state.drive(pool)

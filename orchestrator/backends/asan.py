@@ -221,6 +221,9 @@ def parse(lines: Iterable[str]) -> ParseResult:
         elif PRELOAD_FAILED_RE.match(text):
             tool_errors.append(text)
     close()
+    # every report ends with its SUMMARY line: one without it was cut short, even when
+    # another process writing to the same log (a wrapper shell) exited normally after it
+    ended = ended and summaries >= len(findings)
     return ParseResult(
         findings=tuple(findings),
         summary_count=summaries if ended else None,

@@ -30,6 +30,7 @@ from typer.core import TyperCommand
 from orchestrator import bisector, cache, history, host, probe, workflow
 from orchestrator.bisect import Commit, Mark, Status, status
 from orchestrator.cli import ExitCode, app, choose_backend, err, fail, interrupt, out
+from orchestrator.cli.run import interrupted
 from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, executor_for
 from orchestrator.config import load_experiment
 from orchestrator.errors import BisectError, CsorchError
@@ -284,12 +285,7 @@ def bisect_command(
             reporter = _Reporter(progress, subj.targets)
             state = bisector.drive(out_path, state, subj, facts, reporter, runner)
     except KeyboardInterrupt:
-        err.print(
-            f"interrupted; resume with: {bisector.resume_command(out_path)}",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(ExitCode.INCONCLUSIVE) from None
+        raise interrupted(bisector.resume_command(out_path)) from None
     except BisectError as exc:
         err.print(f"evidence: {out_path / bisector.STEPS}", highlight=False, soft_wrap=True)
         raise _inconclusive(exc) from None

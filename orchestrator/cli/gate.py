@@ -19,6 +19,7 @@ from orchestrator import (
     compare,
     gate,
     host,
+    journal,
     judge,
     verify,
     workflow,
@@ -36,7 +37,7 @@ from orchestrator.cli import (
     out,
     resolve_devices,
 )
-from orchestrator.cli.run import default_out, run_one
+from orchestrator.cli.run import cannot_write, default_out, run_one
 from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, check_local_only, executor_for
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError, CsorchError
@@ -46,6 +47,9 @@ from orchestrator.report import markdown, verdicts
 
 GATE_SCHEMA = "csorch.gate/1"
 REPORT = "report.md"
+#: what `csorch gate --resume OUT` starts again from: the configs and settings of the gate
+GATE_RUN = "gate-run.json"
+GATE_RUN_SCHEMA = "csorch.gate-run/1"
 
 Backend = Annotated[
     str,
@@ -68,7 +72,10 @@ def _check_backend(name: str) -> None:
 def _new_dir(path: Path) -> None:
     if path.is_dir() and any(path.iterdir()):
         # a bundle's manifest hashes every log in it: old files would pass as evidence
-        raise fail(CsorchError(f"--out {path} is not empty", hint="give a new directory"))
+        hint = "give a new directory"
+        if (path / GATE_RUN).is_file():
+            hint += f", or continue that gate: {journal.resume_command('gate', path)}"
+        raise fail(CsorchError(f"--out {path} is not empty", hint=hint))
 
 
 def _start(backend: str, out_dir: Path) -> tuple[backends.Choice, host.Host]:
@@ -91,6 +98,7 @@ def _options(
     devices: tuple[str, ...] = (),
     fanout: Fanout = Fanout.SHARD,
     executor: workflow.Executor | None = None,
+    resume: bool = False,
 ) -> workflow.Options:
     return workflow.Options(
         backend=choice.backend,
@@ -102,7 +110,31 @@ def _options(
         devices=devices,
         fanout=fanout,
         executor=executor,
+        resume=resume,
     )
+
+
+def _saved_gate(resume: Path) -> dict:
+    """The gate run kept in `resume` (its configs and settings); CsorchError if none."""
+    path = resume / GATE_RUN
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise journal.ResumeError(
+            f"{resume} holds no gate to resume (no {GATE_RUN})",
+            hint="give the --out of a `csorch gate` that was interrupted",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise journal.ResumeError(f"{path} cannot be read: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != GATE_RUN_SCHEMA:
+        raise journal.ResumeError(f"{path} is not a {GATE_RUN_SCHEMA} record")
+    return doc
+
+
+def _fresh(path: Path) -> bool:
+    """Whether an experiment's directory can start from nothing: absent, or holding no
+    file (a gate killed before the experiment's journal was written)."""
+    return not path.exists() or not any(p.is_file() for p in path.rglob("*"))
 
 
 def _bundles(paths: list[Path]) -> list[Path]:
@@ -166,9 +198,12 @@ def _sections(judged: list[gate.Judged], allow: Sequence[Allowance] = ()) -> lis
 @app.command("gate")
 def gate_command(
     configs: Annotated[
-        list[Path],
-        typer.Argument(help="a gate config (configs/release-gate.yaml) and/or experiment configs"),
-    ],
+        list[Path] | None,
+        typer.Argument(
+            help="a gate config (configs/release-gate.yaml) and/or experiment configs "
+            "(with --resume: none)"
+        ),
+    ] = None,
     from_: Annotated[
         list[Path] | None,
         typer.Option(
@@ -191,9 +226,31 @@ def gate_command(
     cache_dir: CacheDir = cache.DEFAULT_DIR,
     executor: ExecutorOpt = None,
     slurm: SlurmOpt = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="continue the gate kept in this --out directory (killed or interrupted)"),
+    ] = None,
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
+    if resume is not None:
+        try:
+            saved = _saved_gate(resume)
+        except CsorchError as exc:
+            raise fail(exc) from None
+        configs = configs or [Path(c) for c in saved["configs"]]
+        backend = saved["backend"] if backend == "auto" else backend
+        repeat = repeat or saved.get("repeat")
+        jobs = jobs or saved.get("jobs")
+        devices = devices or saved.get("devices")
+        fanout = Fanout(saved.get("fanout") or fanout.value)
+        executor = executor or saved.get("executor")
+        slurm = slurm or saved.get("slurm")
+        if cache_dir == cache.DEFAULT_DIR and saved.get("cache"):
+            cache_dir = Path(saved["cache"])
+        out_dir = resume
+    elif not configs:
+        raise fail(CsorchError("give a gate config or experiment configs (or --resume OUT)"))
     _check_backend(backend)
     try:
         policies = [c for c in configs if gate.is_gate_config(c)]
@@ -223,20 +280,49 @@ def gate_command(
         missing = [e.name for e in experiments if e.name not in seen] if not broken else []
     else:
         out_dir = out_dir or default_out(policy.name)
-        choice, facts = _start(backend, out_dir)
+        if resume is None:
+            choice, facts = _start(backend, out_dir)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            record = {
+                "schema": GATE_RUN_SCHEMA,
+                "configs": [str(c.resolve()) for c in configs],
+                "backend": choice.backend,
+                "repeat": repeat,
+                "jobs": jobs,
+                "devices": devices,
+                "fanout": fanout.value,
+                "executor": executor,
+                "slurm": slurm,
+                "cache": str(cache_dir.resolve()),
+                "resume": journal.resume_command("gate", out_dir),
+            }
+            try:
+                atomic_write(out_dir / GATE_RUN, json.dumps(record, indent=1))
+            except OSError as exc:
+                raise cannot_write(exc, journal.resume_command("gate", out_dir), out_dir) from None
+        else:
+            try:
+                choice, facts = choose_backend(backend)
+            except CsorchError as exc:
+                raise fail(exc) from None
+            out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
         try:
             device_list = resolve_devices(devices, choice.backend, facts)
         except CsorchError as exc:
             raise fail(exc) from None
         if device_list:
             out.print(f"devices: {','.join(device_list)} ({fanout.value})", highlight=False)
+        again = journal.resume_command("gate", out_dir)
         for experiment, runner in zip(experiments, runners, strict=True):
+            target = out_dir / experiment.name
+            # each experiment resumes from its journal; one never begun starts afresh
+            resumed = resume is not None and not _fresh(target)
             # under Slurm each attempt gets its GPU from the scheduler (--gres)
             local = device_list if runner is None else ()
             options = _options(
-                choice, out_dir / experiment.name, cache_dir, jobs, repeat, local, fanout, runner
+                choice, target, cache_dir, jobs, repeat, local, fanout, runner, resume=resumed
             )
-            result = run_one(experiment, options, facts)
+            result = run_one(experiment, options, facts, resume=again)
             judged.append(
                 gate.Judged(experiment, result.attempts, result.judgement, str(result.bundle))
             )
@@ -244,12 +330,15 @@ def gate_command(
     result = gate.decide(policy, judged, missing, broken)
     out.print(verdicts.gate(result))
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
         doc = {"schema": GATE_SCHEMA, **result.to_dict()}
-        atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
         live = [a for a in policy.allow if not a.expired(datetime.date.today())]
         report = "\n".join([verdicts.gate_markdown(result), *_sections(judged, live)])
-        atomic_write(out_dir / REPORT, report)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
+            atomic_write(out_dir / REPORT, report)
+        except OSError as exc:
+            raise cannot_write(exc, journal.resume_command("gate", out_dir), out_dir) from None
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])
 

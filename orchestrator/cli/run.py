@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import cache, host, workflow
+from orchestrator import cache, host, journal, workflow
 from orchestrator.cli import (
     VERDICT_EXIT,
     ExitCode,
@@ -45,6 +45,17 @@ class _Progress(workflow.Events):
     def planned(self, variants: list[str], jobs: int) -> None:
         self.progress.update(self.builds, total=len(variants))
         self.progress.update(self.runs, total=jobs)
+
+    def resumed(self, kept: int, dropped: int) -> None:
+        again = (
+            f"; {dropped} journaled record(s) not trusted (changed, torn or incomplete) run again"
+            if dropped
+            else ""
+        )
+        self.progress.console.print(
+            f"resuming: {kept} finished attempt(s) kept (logs verified by digest){again}",
+            highlight=False,
+        )
 
     def build_started(self, variant: str) -> None:
         self.progress.update(self.builds, description=f"building {variant}")
@@ -82,11 +93,31 @@ def default_out(name: str) -> Path:
     return path
 
 
+def interrupted(command: str) -> typer.Exit:
+    """What every long verb (run, gate, bisect) says on Ctrl-C or SIGTERM."""
+    err.print(f"interrupted; resume with: {command}", highlight=False, soft_wrap=True)
+    return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
+def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
+    """The bundle or the journal could not be written: what is journaled is kept, the
+    verdict is INCONCLUSIVE, and the same command continues once the cause is fixed."""
+    where = f" {exc.filename}" if exc.filename else f" in {out_dir}"
+    err.print(
+        f"[bold red]error:[/] cannot write{where}: {exc.strerror or exc}; the run is "
+        f"inconclusive; once fixed, resume with: {command}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
 def run_one(
-    experiment: Experiment, options: workflow.Options, facts: host.Host
+    experiment: Experiment, options: workflow.Options, facts: host.Host, resume: str = ""
 ) -> workflow.RunResult:
     """Run one experiment with progress bars, then print its table. Ctrl-C or SIGTERM
-    leave the bundle marked incomplete and exit INCONCLUSIVE."""
+    leave the bundle marked incomplete, print the command that resumes (`resume`, else
+    `csorch run --resume OUT`) and exit INCONCLUSIVE."""
     start = time.monotonic()
     columns = (
         TextColumn("{task.description}"),
@@ -99,12 +130,12 @@ def run_one(
         with Progress(*columns, console=err, transient=True) as progress:
             result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
     except KeyboardInterrupt:
-        err.print(
-            f"interrupted: the bundle in {options.out} is marked incomplete",
-            highlight=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(ExitCode.INCONCLUSIVE) from None
+        raise interrupted(resume or journal.resume_command("run", options.out)) from None
+    except CsorchError as exc:  # a resume refused (another run's journal, a changed source)
+        raise fail(exc) from None
+    except OSError as exc:  # the disk is full, the bundle directory went away
+        again = resume or journal.resume_command("run", options.out)
+        raise cannot_write(exc, again, options.out) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     out.print(
@@ -123,7 +154,9 @@ def run_one(
 
 @app.command("run")
 def run_command(
-    config: Annotated[Path, typer.Argument(help="the experiment config (YAML)")],
+    config: Annotated[
+        Path | None, typer.Argument(help="the experiment config (YAML; with --resume: optional)")
+    ] = None,
     backend: Annotated[
         str,
         typer.Option(
@@ -160,9 +193,28 @@ def run_command(
     ] = None,
     executor: ExecutorOpt = None,
     slurm: SlurmOpt = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="continue the run kept in this --out directory (killed or interrupted)"),
+    ] = None,
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality."""
     try:
+        if resume is not None:
+            saved = journal.Journal.read(resume).settings
+            # the run as it began, unless given again (a difference is refused later)
+            config = config or Path(str(saved.get("config", "")))
+            backend = saved.get("backend", backend) if backend == "auto" else backend
+            case = case or list(saved.get("cases", []))
+            repeat = repeat or saved.get("repeat")
+            devices = devices or ",".join(saved.get("devices", [])) or None
+            fanout = Fanout(saved.get("fanout", fanout.value))
+            jobs = jobs or saved.get("jobs")
+            if cache_dir == cache.DEFAULT_DIR and saved.get("cache"):
+                cache_dir = Path(str(saved["cache"]))
+            out_dir = resume
+        elif config is None:
+            raise CsorchError("give CONFIG (or --resume OUT)", hint="csorch run CONFIG [--out DIR]")
         check_backend(backend)
         experiment = only_cases(load_experiment(config), case or [])
         runner = executor_for(experiment, executor, slurm)
@@ -171,9 +223,12 @@ def run_command(
         device_list = resolve_devices(devices, choice.backend, facts) if runner is None else ()
     except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
         raise fail(exc) from None
-    if out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
+    if resume is None and out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
         # a bundle's manifest hashes every log in it: old files would pass as evidence
-        raise fail(CsorchError(f"--out {out_dir} is not empty", hint="give a new directory"))
+        hint = "give a new directory"
+        if (out_dir / journal.JOURNAL).is_file():
+            hint += f", or continue that run: {journal.resume_command('run', out_dir)}"
+        raise fail(CsorchError(f"--out {out_dir} is not empty", hint=hint))
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
     options = workflow.Options(
         backend=choice.backend,
@@ -186,6 +241,8 @@ def run_command(
         repeat=repeat,
         keep_work=keep_work,
         executor=runner,
+        resume=resume is not None,
+        selected=tuple(case or ()),
     )
     result = run_one(experiment, options, facts)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

@@ -144,7 +144,7 @@ def test_ctrl_c_leaves_a_valid_bundle_marked_incomplete(tmp_path: Path, sig: int
     csorch.send_signal(sig)
     output, _ = csorch.communicate(timeout=60)
     assert csorch.returncode == 3, output
-    assert "marked incomplete" in output
+    assert f"interrupted; resume with: csorch run --resume {out}" in output
     results, manifest = bundle.read(out)
     assert results["complete"] is False and results["interrupted"] is True
     assert manifest["complete"] is False and results["builds"][0]["ok"] is True
