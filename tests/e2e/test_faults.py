@@ -138,7 +138,8 @@ def differences(a, b, where: str = "") -> list[str]:
             out += differences(a[k], b[k], f"{where}/{k}")
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{where}[{i}]")]
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for i, (x, y) in pairs for d in differences(x, y, f"{where}[{i}]")]
     return [] if a == b else [f"{where}: {str(a)[:200]!r} != {str(b)[:200]!r}"]
 
 
