@@ -118,7 +118,9 @@ def _wrap(
     """(argv, environment, log parser) for the run's checker."""
     if run.checker is Checker.NONE:
         if build.sanitizer == "address":
-            runtime = Asan(ctx.asan_runtime).wrap(argv, checker=Checker.MEMCHECK, env=env)
+            runtime = Asan(ctx.asan_runtime).wrap(
+                argv, checker=Checker.MEMCHECK, env=env, plain=True
+            )
             return argv, {**env, **dict(runtime.env)}, NoChecker().parse
         return argv, env, NoChecker().parse
     wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)

@@ -3,8 +3,22 @@
 Builds add `-fsanitize=address -fsanitize-recover=address -fno-omit-frame-pointer -g`;
 runs preload the runtime (`gcc -print-file-name=libasan.so`), since a Python process
 that loads an instrumented extension refuses to start otherwise, and set
-`ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`.
+`ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:alloc_dealloc_mismatch=0:atexit=1`.
 Reports go to the command's stderr, so the parser reads the command's own log.
+
+Report floods (issue #14): in recover mode ASan prints every bad access in full (about
+75 lines and 5 ms each, symbolized stacks and a shadow dump), so a use-after-free inside
+a loop gave 132,096 reports and 6 minutes for one case. ASan has no print limit and
+counts nothing it does not print (`suppress_equal_pcs` drops repeats of a pc silently,
+per process, so a later case hitting the same pc would look clean). So a checker run
+halts at its first report (`halt_on_error=1`, ASan's own default): the process ends
+with `==PID==ABORTING`, the case is recorded with that one report, and the executor
+continues the cases after it in a fresh process, as after any crash. Each case keeps
+its own first report; the true number of bad accesses in a case is not known (ASan
+never counts it) and the summary line says so instead of inventing one. A user who
+wants every report sets `halt_on_error=0` in ASAN_OPTIONS. A plain run of an
+instrumented build (its reports are not parsed) keeps going and reports each pc once
+(`suppress_equal_pcs=1`), so that its outcome is the test's own.
 
 Proving a clean run complete: ASan prints nothing for a clean process and has no
 "0 errors" line, so silence would look the same as a runtime that never loaded or a
@@ -44,12 +58,19 @@ COMPILE_FLAGS = (
 LINK_FLAGS = ("-fsanitize=address",)
 # atexit=1 last, so that a user's ASAN_OPTIONS cannot switch off the completion marker;
 # alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see
-# suppress_equal_pcs=0: by default ASan reports a PC only once per process, so a second
-# case hitting the same bug would look clean; every case must show its own reports.
+# halt_on_error=1: one report per case, then a fresh process (see the module docstring);
+# a flood of identical reports would otherwise cost minutes per case.
 DEFAULT_OPTIONS = (
     "detect_leaks=0",
+    "halt_on_error=1",
+    "alloc_dealloc_mismatch=0",
+)
+# a plain run is not judged by its reports, only by its outcome: it must not halt, and
+# each pc reported once keeps a flood from costing minutes
+PLAIN_OPTIONS = (
+    "detect_leaks=0",
     "halt_on_error=0",
-    "suppress_equal_pcs=0",
+    "suppress_equal_pcs=1",
     "alloc_dealloc_mismatch=0",
 )
 REQUIRED_OPTIONS = ("atexit=1",)
@@ -146,6 +167,7 @@ def parse(lines: Iterable[str]) -> ParseResult:
     draft: _Draft | None = None
     summaries = 0
     ended = False  # an exit-stats marker or ABORTING follows the last report
+    halted = False  # ABORTING: the process stopped at a report (halt_on_error=1)
     case = ""
     tool_errors: list[str] = []
 
@@ -207,6 +229,7 @@ def parse(lines: Iterable[str]) -> ParseResult:
         elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line):
             close()  # the process ended after its reports: nothing more is coming
             ended = True
+            halted = halted or bool(ABORTING_RE.match(text))
         elif m := RUNTIME_ERROR_RE.match(text):
             tool_errors.append(m["message"])
         elif PRELOAD_FAILED_RE.match(text):
@@ -217,8 +240,16 @@ def parse(lines: Iterable[str]) -> ParseResult:
         summary_count=summaries if ended else None,
         complete=ended,
         tool_errors=tuple(dict.fromkeys(tool_errors)),
-        summary_lines=(f"{summaries} AddressSanitizer report(s)",) if ended else (),
+        summary_lines=(_summary(summaries, halted),) if ended else (),
     )
+
+
+def _summary(reports: int, halted: bool) -> str:
+    line = f"{reports} AddressSanitizer report(s)"
+    if halted:
+        # ASan counts nothing past the report it halted at: say so, invent no total
+        line += "; halted at the first (halt_on_error=1): later bad accesses not counted"
+    return line
 
 
 def find_runtime(compiler: str = "gcc") -> Path:
@@ -244,9 +275,11 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
-def merge_options(user: str = "") -> str:
-    """ASAN_OPTIONS: csorch's defaults, then the user's, then what csorch requires."""
-    parts = [*DEFAULT_OPTIONS, *(p for p in re.split(r"[:\s]+", user) if p), *REQUIRED_OPTIONS]
+def merge_options(user: str = "", *, plain: bool = False) -> str:
+    """ASAN_OPTIONS: csorch's defaults (a checker run's, or a plain run's), then the
+    user's, then what csorch requires."""
+    defaults = PLAIN_OPTIONS if plain else DEFAULT_OPTIONS
+    parts = [*defaults, *(p for p in re.split(r"[:\s]+", user) if p), *REQUIRED_OPTIONS]
     return ":".join(parts)
 
 
@@ -282,15 +315,17 @@ class Asan:
         options: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
+        plain: bool = False,
     ) -> Wrapped:
         """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
-        not apply and are ignored; `log_path` is unused: reports go to stderr."""
+        not apply and are ignored; `log_path` is unused: reports go to stderr. `plain`:
+        a run without a checker whose instrumented build needs the runtime to load."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
         preload = " ".join(p for p in (str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
         delta = (
-            ("ASAN_OPTIONS", merge_options(env.get("ASAN_OPTIONS", ""))),
+            ("ASAN_OPTIONS", merge_options(env.get("ASAN_OPTIONS", ""), plain=plain)),
             ("LD_PRELOAD", preload),
         )
         return Wrapped(argv=tuple(argv), env=delta, log_path=None)

@@ -98,11 +98,11 @@ def test_silence_is_not_clean() -> None:
 
 
 def test_merge_options_keeps_the_marker_last() -> None:
-    assert merge_options() == (
-        "detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1"
-    )
-    merged = merge_options("halt_on_error=1:atexit=0")
-    assert merged.endswith("halt_on_error=1:atexit=0:atexit=1")
+    assert merge_options() == "detect_leaks=0:halt_on_error=1:alloc_dealloc_mismatch=0:atexit=1"
+    merged = merge_options("halt_on_error=0:atexit=0")
+    assert merged.endswith("halt_on_error=0:atexit=0:atexit=1")
+    # a plain run is judged by its outcome: it must not halt at a report
+    assert "halt_on_error=0:suppress_equal_pcs=1" in merge_options(plain=True)
 
 
 def test_wrap_preloads_the_runtime_in_front() -> None:
@@ -157,10 +157,13 @@ def test_a_real_instrumented_run_through_proc(tmp_path: Path) -> None:
         wrapped = backend.wrap([str(exe), arg], checker=Checker.MEMCHECK)
         log = tmp_path / f"{arg}.log"
         ran = proc.run(wrapped.argv, log_path=log, env=dict(wrapped.env), timeout=60)
-        assert ran.returncode == 0  # recover mode: the exit code proves nothing
+        # halt_on_error=1: the report ends the process (ASan's exit code 1)
+        assert ran.returncode == (1 if arg == "8" else 0)
         with open(log) as lines:
             results[arg] = backend.parse(lines)
     bad, clean = results["8"], results["7"]
     assert bad.conclusive and [f.kind for f in bad.findings] == ["heap-buffer-overflow"]
     assert bad.findings[0].frames[0].function == "pick"
     assert clean.conclusive and clean.findings == () and clean.summary_count == 0
+    assert "halted at the first" in bad.summary_lines[0]
+    assert "halted" not in clean.summary_lines[0]

@@ -5,6 +5,7 @@ by another copy of its package, command cases, and an ASan-wrapped run."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 from pathlib import Path
 
@@ -230,6 +231,51 @@ def test_an_asan_run_is_wrapped_and_parsed(tmp_path: Path, suite: Path, built: B
         Job("v", "plain", "ok", 0), dataclasses.replace(built, sanitizer="address"), ctx
     )
     assert "LD_PRELOAD" in dict(plain.env) and plain.checker is Checker.NONE and plain.conclusive
+
+
+def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, built: Build):
+    """Issue #14: a use-after-free in a loop (src/flood.c, 3000 bad reads a case) reported
+    every read in recover mode (minutes, ~88 MB of log for 2 x 5000). A checker run now
+    stops each case at its first report and continues the rest in a fresh process; a
+    plain run reports the pc once and runs to its end. About 5 s: one gcc, 3 processes."""
+    try:
+        asan = Asan()
+        asan.probe()
+    except CheckerUnavailable as exc:
+        pytest.skip(str(exc))
+    lib = tmp_path / "libflood.so"
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "asan" / "src"
+    cc = ["gcc", *asan.build_flags().cflags, "-shared", "-fPIC", str(src / "flood.c")]
+    subprocess.run([*cc, "-o", str(lib)], check=True)
+    env = (("CSORCH_FIXTURE_LIB", str(lib)), ("FLOOD_N", "3000"))
+    ctx = context(tmp_path, src / "case_flood.py", env=env, checker=asan)
+    ctx = dataclasses.replace(
+        ctx,
+        experiment=dataclasses.replace(
+            ctx.experiment,
+            runs=(*ctx.experiment.runs[:1], Run("memcheck", Checker.MEMCHECK, env=env)),
+        ),
+    )
+    instrumented = dataclasses.replace(built, sanitizer="address")
+    a = execute.execute(Job("v", "memcheck", "suite", 0), instrumented, ctx)
+    assert a.conclusive and len(a.launches) == 2  # the last case's halt needs no third
+    assert [f.case.rsplit("::", 1)[-1] for f in a.findings] == [
+        "test_flood_first",
+        "test_flood_again",
+    ]
+    assert {f.kind for f in a.findings} == {"heap-use-after-free"}
+    assert outcomes(a) == {
+        "test_flood_first": Outcome.ERROR,  # the process ended inside it
+        "test_clean": Outcome.PASSED,
+        "test_flood_again": Outcome.ERROR,
+    }
+    assert all("halted at the first" in line for line in a.parse.summary_lines)
+    logs = [tmp_path / "bundle" / launch.log for launch in a.launches]
+    assert sum(log.stat().st_size for log in logs) < 100_000  # not 3000 reports of ~4.5 KB
+    plain = execute.execute(Job("v", "plain", "suite", 0), instrumented, ctx)
+    assert len(plain.launches) == 1 and set(outcomes(plain).values()) == {Outcome.PASSED}
+    plain_log = (tmp_path / "bundle" / plain.log).read_text()
+    assert plain_log.count("ERROR: AddressSanitizer") == 1  # one pc, reported once
 
 
 def test_merge_is_complete_only_when_every_launch_is() -> None:
