@@ -176,6 +176,7 @@ def _record(job: Job, result: proc.ProcResult, rel: Path, skipped: int, ended: s
         result.cpu,
         skipped,
         ended,
+        result.started,
     )
 
 

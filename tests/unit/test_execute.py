@@ -144,6 +144,20 @@ def test_outcomes_come_from_the_markers(tmp_path: Path, suite: Path, built: Buil
     assert (tmp_path / "bundle" / a.log).exists()
 
 
+def test_clock_marks_place_a_launchs_phases(tmp_path: Path, suite: Path, built: Build):
+    from orchestrator import nodes
+
+    a = execute.execute(Job("v", "plain", "suite", 0), built, context(tmp_path, suite))
+    launch = a.launches[0]
+    lines = (tmp_path / "bundle" / launch.log).read_text().splitlines()
+    p = nodes.phases(lines, launch.started, launch.duration)
+    assert launch.started > 0 and None not in (p.startup, p.interpreter, p.collection, p.exit)
+    assert len(p.other_cases) == 6  # seven cases ran
+    total = p.startup + p.interpreter + p.collection + p.cases + p.exit
+    # the phases tile the launch (10 ms process-start ticks, plus collected->first case)
+    assert abs(total - launch.duration) < 0.5
+
+
 def test_a_crash_continues_in_a_fresh_process(tmp_path: Path, suite: Path, built: Build):
     a = execute.execute(
         Job("v", "plain", "suite", 0), built, context(tmp_path, suite, env=[("CRASH", "1")])

@@ -130,3 +130,26 @@ def test_a_real_memcheck_log_where_the_context_died_in_the_last_case() -> None:
     assert r.collected == 1 and r.began == (node,) and r.context_lost == node
     assert r.nodes[0].outcome is Outcome.ERROR and "unspecified launch failure" in r.nodes[0].detail
     assert r.session_status is None and not r.finished and r.unrun == 0
+
+
+def test_phases_split_a_launch_by_its_clock_marks() -> None:
+    clock = case_markers.CLOCK
+    lines = [
+        f"{clock} process 100.0",
+        f"{clock} configure 100.5",
+        f"{clock} collected 102.0",
+        f"{clock} case-begin 102.1",
+        begin(A),
+        f"{clock} case-end 103.1",
+        f"{clock} case-begin 103.1",
+        f"{clock} case-end 103.3",
+        f"{clock} session-end 103.4",
+    ]
+    p = nodes.phases(lines, started=99.75, duration=4.0)
+    assert p.startup == 0.25 and p.interpreter == 0.5 and p.collection == 1.5
+    assert round(p.cases, 3) == 1.3 and p.first_case == 1.0
+    assert [round(x, 3) for x in p.other_cases] == [0.2]
+    assert round(p.exit, 3) == 0.35
+    # a launch without marks (a command case, an old log) has no phases, not zeros
+    bare = nodes.phases(["hello"], started=0.0, duration=1.0)
+    assert bare.startup is None and bare.cases is None and bare.exit is None
