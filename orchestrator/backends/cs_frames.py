@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 
 from orchestrator.model import Frame
 
@@ -40,7 +39,8 @@ def device_frame(text: str) -> Frame:
 
 
 def host_frame(text: str) -> Frame:
-    if m := HOST_PYTHON_RE.match(text):
+    # the lazy Python pattern is slow on a 2 KB pybind11 frame; ".py:" is necessary for it
+    if ".py:" in text and (m := HOST_PYTHON_RE.match(text)):
         return Frame(m["function"], m["file"], int(m["line"]))
     if m := HOST_OLD_RE.match(text):
         return Frame(m["function"], "", None, m["module"], m["offset"])
@@ -67,7 +67,7 @@ def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
     of CPython and pytest internals that no signature or reader uses."""
     native = []
     for f in frames:
-        if f.is_python or INTERPRETER_RE.match(Path(f.module).name):
+        if f.is_python or INTERPRETER_RE.match(f.module.rsplit("/", 1)[-1]):
             break
         native.append(f)
     python = []

@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
-from orchestrator.backends.cs_frames import device_frame, host_frame, trim_host
+from orchestrator.backends.cs_frames import (
+    INTERPRETER_RE,
+    MAX_NATIVE_FRAMES,
+    MAX_PYTHON_FRAMES,
+    device_frame,
+    host_frame,
+    trim_host,
+)
 from orchestrator.model import Checker, Finding, Frame, ParseResult
 
 PREFIX = "========="
@@ -115,6 +122,31 @@ class _Draft:
     host_frames: list[Frame] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     in_host: bool = False
+    # what trim_host will keep, followed as frames arrive, so that frames it would drop
+    # are not parsed at all (a pytest case's backtrace is ~80 frames of 300+ characters)
+    natives: int = 0  # native frames before the first Python or interpreter frame
+    natives_closed: bool = False  # a Python or interpreter frame has been seen
+    pythons: int = 0
+    host_done: bool = False  # trim_host keeps nothing after this point
+
+    def host(self, text: str) -> None:
+        """One `Host Frame:` text, parsed only if trim_host could keep it."""
+        if self.host_done:
+            return
+        # only a frame with ".py:" can parse as a Python frame (HOST_PYTHON_RE)
+        if ".py:" not in text and (self.natives_closed or self.natives >= MAX_NATIVE_FRAMES):
+            return
+        frame = host_frame(text)
+        if frame.is_python:
+            self.natives_closed = True
+            self.pythons += 1
+            if frame.function.startswith("test") or self.pythons >= MAX_PYTHON_FRAMES:
+                self.host_done = True
+        elif INTERPRETER_RE.match(frame.module.rsplit("/", 1)[-1]):
+            self.natives_closed = True
+        elif not self.natives_closed:
+            self.natives += 1
+        self.host_frames.append(frame)
 
     def done(self) -> Finding:
         detail = "; ".join(d for d in (self.finding.detail, *self.details) if d)
@@ -303,7 +335,7 @@ def _on_device_frame(d: _Draft, m: re.Match[str]) -> None:
 
 
 def _on_host_frame(d: _Draft, m: re.Match[str]) -> None:
-    d.host_frames.append(host_frame(m["frame"]))
+    d.host(m["frame"])
 
 
 def _on_host_module(d: _Draft, m: re.Match[str]) -> None:
@@ -336,7 +368,14 @@ def parse(
 ) -> ParseResult:
     """Parse a compute-sanitizer text log, one line at a time."""
     state = _State(checker=checker)
+    # fast path: most of a memcheck log's bytes are host frames in this exact layout;
+    # any other layout takes the general path below, with the same result
+    host_line = prefix + "         Host Frame:"
+    host_at = len(host_line)
     for raw in lines:
+        if raw.startswith(host_line) and state.draft is not None:
+            state.draft.host(raw[host_at:].strip())
+            continue
         line = raw.rstrip("\r\n")
         # the prefix is followed by a space or nothing ("====== test session starts" is not)
         if not line.startswith(prefix) or line[len(prefix) : len(prefix) + 1] not in ("", " "):
