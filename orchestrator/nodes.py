@@ -132,7 +132,7 @@ class Phases:
     executor's start and duration. A phase whose marks are missing is None."""
 
     startup: float | None  # launch to the Python process (a checker that starts first)
-    interpreter: float | None  # Python and pytest start, plugins loaded
+    interpreter: float | None  # Python, pytest, plugins and the rootdir conftests (torch?)
     collection: float | None  # conftest and test modules imported (torch, the extension)
     cases: float | None  # first case begins to the session's end
     first_case: float | None  # the first case alone (lazy init, a CUDA context)
