@@ -19,14 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
-from orchestrator.backends.cs_frames import (
-    INTERPRETER_RE,
-    MAX_NATIVE_FRAMES,
-    MAX_PYTHON_FRAMES,
-    device_frame,
-    host_frame,
-    trim_host,
-)
+from orchestrator.backends.cs_frames import HostKeep, device_frame, trim_host
 from orchestrator.model import Checker, Finding, Frame, ParseResult
 
 PREFIX = "========="
@@ -122,31 +115,12 @@ class _Draft:
     host_frames: list[Frame] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     in_host: bool = False
-    # what trim_host will keep, followed as frames arrive, so that frames it would drop
-    # are not parsed at all (a pytest case's backtrace is ~80 frames of 300+ characters)
-    natives: int = 0  # native frames before the first Python or interpreter frame
-    natives_closed: bool = False  # a Python or interpreter frame has been seen
-    pythons: int = 0
-    host_done: bool = False  # trim_host keeps nothing after this point
+    keep: HostKeep = field(default_factory=HostKeep)
 
     def host(self, text: str) -> None:
-        """One `Host Frame:` text, parsed only if trim_host could keep it."""
-        if self.host_done:
-            return
-        # only a frame with ".py:" can parse as a Python frame (HOST_PYTHON_RE)
-        if ".py:" not in text and (self.natives_closed or self.natives >= MAX_NATIVE_FRAMES):
-            return
-        frame = host_frame(text)
-        if frame.is_python:
-            self.natives_closed = True
-            self.pythons += 1
-            if frame.function.startswith("test") or self.pythons >= MAX_PYTHON_FRAMES:
-                self.host_done = True
-        elif INTERPRETER_RE.match(frame.module.rsplit("/", 1)[-1]):
-            self.natives_closed = True
-        elif not self.natives_closed:
-            self.natives += 1
-        self.host_frames.append(frame)
+        """One `Host Frame:` text; not parsed at all when trim_host could not keep it."""
+        if (frame := self.keep.parse(text)) is not None:
+            self.host_frames.append(frame)
 
     def done(self) -> Finding:
         detail = "; ".join(d for d in (self.finding.detail, *self.details) if d)
