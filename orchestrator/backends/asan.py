@@ -13,7 +13,9 @@ counts nothing it does not print (`suppress_equal_pcs` drops repeats of a pc sil
 per process, so a later case hitting the same pc would look clean). So a checker run
 halts at its first report (`halt_on_error=1`, ASan's own default): the process ends
 with `==PID==ABORTING`, the case is recorded with that one report, and the executor
-continues the cases after it in a fresh process, as after any crash. Each case keeps
+continues the cases after it in a fresh process, as after any crash. A command case
+(one program, no fresh process to continue it, its exit status its outcome) keeps
+recover mode. Each case keeps
 its own first report; the true number of bad accesses in a case is not known (ASan
 never counts it) and the summary line says so instead of inventing one. A user who
 wants every report sets `halt_on_error=0` in ASAN_OPTIONS. A plain run of an
@@ -63,6 +65,14 @@ LINK_FLAGS = ("-fsanitize=address",)
 DEFAULT_OPTIONS = (
     "detect_leaks=0",
     "halt_on_error=1",
+    "alloc_dealloc_mismatch=0",
+)
+# a command case is one process with no fresh process to continue it, and its exit
+# status is its outcome: it keeps recover mode (every report; a flood there is still slow)
+RECOVER_OPTIONS = (
+    "detect_leaks=0",
+    "halt_on_error=0",
+    "suppress_equal_pcs=0",
     "alloc_dealloc_mismatch=0",
 )
 # a plain run is not judged by its reports, only by its outcome: it must not halt, and
@@ -275,10 +285,10 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
-def merge_options(user: str = "", *, plain: bool = False) -> str:
-    """ASAN_OPTIONS: csorch's defaults (a checker run's, or a plain run's), then the
-    user's, then what csorch requires."""
-    defaults = PLAIN_OPTIONS if plain else DEFAULT_OPTIONS
+def merge_options(user: str = "", *, plain: bool = False, recover: bool = False) -> str:
+    """ASAN_OPTIONS: csorch's defaults (a checker run's, a plain run's, or a command
+    case's in recover mode), then the user's, then what csorch requires."""
+    defaults = PLAIN_OPTIONS if plain else RECOVER_OPTIONS if recover else DEFAULT_OPTIONS
     parts = [*defaults, *(p for p in re.split(r"[:\s]+", user) if p), *REQUIRED_OPTIONS]
     return ":".join(parts)
 
@@ -316,16 +326,21 @@ class Asan:
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
         plain: bool = False,
+        recover: bool = False,
     ) -> Wrapped:
         """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
         not apply and are ignored; `log_path` is unused: reports go to stderr. `plain`:
-        a run without a checker whose instrumented build needs the runtime to load."""
+        a run without a checker whose instrumented build needs the runtime to load;
+        `recover`: report every bad access rather than halt at the first."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
         preload = " ".join(p for p in (str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
         delta = (
-            ("ASAN_OPTIONS", merge_options(env.get("ASAN_OPTIONS", ""), plain=plain)),
+            (
+                "ASAN_OPTIONS",
+                merge_options(env.get("ASAN_OPTIONS", ""), plain=plain, recover=recover),
+            ),
             ("LD_PRELOAD", preload),
         )
         return Wrapped(argv=tuple(argv), env=delta, log_path=None)
