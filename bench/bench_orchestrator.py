@@ -16,9 +16,11 @@ Run by ``make bench``; every figure comes from this one run on this machine:
    built with no cache, one after another, then one checker process per test node, one
    after another, wrapped exactly as csorch wraps them. The full baseline is longer than
    the benchmark's budget on the H200 (72 node processes under memcheck), so it is
-   SCALED and says so: --baseline-builds of the variants are built (the rest counted at
-   their mean) and --baseline-nodes node processes per variant x run are timed (each
-   variant x run's nodes counted at that mean). 0 for either measures everything.
+   SCALED and says so: the first --baseline-builds variants are built (the rest counted
+   at their mean) and --baseline-nodes node processes (spread over the cases) are timed
+   per built variant x run (every variant's nodes of a run counted at that run's mean,
+   so the controls' nodes are assumed to cost what the built variants' do). 0 for
+   either measures everything.
    Target: csorch >= 3x faster.
 5. where attempts' time goes: each launch's `[csorch-clock]` marks (orchestrator.nodes
    .phases) split its wall time into checker start-up, interpreter, collection (torch and
@@ -248,7 +250,7 @@ def baseline(
     to_build = variants[: args.baseline_builds] if args.baseline_builds else variants
     start = time.monotonic()
     build_s: list[float] = []
-    node_s: list[float] = []
+    node_s: dict[str, list[float]] = {}  # per run: a memcheck node costs more than a plain one
     processes = 0
     runs = [r for r in split.runs if not serves(backend, r.checker)]
     for variant in to_build:
@@ -278,15 +280,15 @@ def baseline(
                     attempt = execute.execute(
                         Job(variant.name, run.name, case.name, repeat), built, xctx
                     )
-                    node_s.append(time.monotonic() - t)
+                    node_s.setdefault(run.name, []).append(time.monotonic() - t)
                     processes += len(attempt.launches)
         workspace.close()
     measured = time.monotonic() - start
-    repeats = sum(experiment.repeats_for(r) for r in runs)
-    full_nodes = len(variants) * repeats * len(per_node)
-    timed_nodes = len(node_s)
-    estimate = statistics.mean(build_s) * len(variants) + (
-        statistics.mean(node_s) * full_nodes if node_s else 0.0
+    per_run = {r.name: len(variants) * experiment.repeats_for(r) * len(per_node) for r in runs}
+    full_nodes = sum(per_run.values())
+    timed_nodes = sum(len(v) for v in node_s.values())
+    estimate = statistics.mean(build_s) * len(variants) + sum(
+        statistics.mean(node_s[r]) * n for r, n in per_run.items() if node_s.get(r)
     )
     scaled = len(to_build) < len(variants) or timed_nodes < full_nodes
     return {
@@ -298,7 +300,7 @@ def baseline(
         "nodes_measured": timed_nodes,
         "nodes_total": full_nodes,
         "mean_build_s": statistics.mean(build_s),
-        "mean_node_s": statistics.mean(node_s) if node_s else None,
+        "mean_node_s": {r: statistics.mean(v) for r, v in node_s.items()},
         "processes": processes,
     }
 
