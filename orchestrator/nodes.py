@@ -155,7 +155,7 @@ def phases(lines: Iterable[str], started: float, duration: float) -> Phases:
         return max(b - a, 0.0) if a is not None and b is not None else None
 
     begins, ends = marks.get("case-begin", []), marks.get("case-end", [])
-    each = [max(e - b, 0.0) for b, e in zip(begins, ends)]
+    each = [max(e - b, 0.0) for b, e in zip(begins, ends, strict=False)]
     end = started + duration if started else None
     return Phases(
         startup=span(started or None, one("process")),

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from orchestrator.backends import cs_frames
-
 from orchestrator.backends.cs_frames import (
     MAX_HOST_FUNCTION,
     MAX_NATIVE_FRAMES,
