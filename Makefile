@@ -11,13 +11,14 @@ EXT_LIB := ext/qext/_C.so
 EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup slurm-deps validate test bench bench-qext bench-orchestrator lint clean
+.PHONY: help setup slurm-deps validate test bench bench-qext bench-orchestrator bench-parser \
+	lint clean
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
 	@echo "make bench      qext kernels, then csorch's overhead, baseline and warm-rerun ratios"
-	@echo "make bench-qext / bench-orchestrator   one of the two"
+	@echo "make bench-qext / bench-orchestrator / bench-parser   one of the three"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
 	@echo "make lint       ruff, if installed"
 	@echo "make slurm-deps Debian's Slurm and munge for the real-Slurm tests (as root; quick when present)"
@@ -58,12 +59,16 @@ test: setup slurm-deps
 bench: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
 	$(PY) bench/bench_orchestrator.py --json results/bench-orchestrator.json
+	$(PY) bench/bench_parser.py --json results/bench-parser.json
 
 bench-qext: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
 
 bench-orchestrator: setup
 	$(PY) bench/bench_orchestrator.py --json results/bench-orchestrator.json
+
+bench-parser: setup
+	$(PY) bench/bench_parser.py --json results/bench-parser.json
 
 lint: setup
 	$(PY) -m ruff check orchestrator ext/qext tests bench

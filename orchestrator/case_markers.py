@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,35 @@ IMPORT_ERROR = "[csorch-import-error]"
 COLLECTED = "[csorch-collected]"
 DEVICE = "[csorch-device]"
 _device_named = False
+CLOCK = "[csorch-clock]"
+
+
+def _process_start() -> float | None:
+    """This process's start in epoch seconds (Linux /proc, 10 ms ticks), else None."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _clock(event: str) -> None:
+    # where an attempt's wall time goes (interpreter and checker start-up, collection,
+    # cases, teardown): the executor's launch start is the other end
+    _mark(CLOCK, event, f" {time.time():.3f}")
+
+
+def pytest_configure(config):
+    start = _process_start()
+    if start is not None:
+        _mark(CLOCK, "process", f" {start:.3f}")
+    _clock("configure")
 
 
 def _mark(kind: str, nodeid: str, extra: str = "") -> None:
@@ -55,6 +85,7 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collection_finish(session):
     # how many cases this process will run (after -k and the done file): when a crash
     # ends it at its last one, the executor knows no fresh process is needed
+    _clock("collected")
     _mark(COLLECTED, str(len(session.items)))
     root = os.environ.get("CSORCH_PACKAGE_DIR")
     if not root:
@@ -73,6 +104,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_runtest_logstart(nodeid, location):
+    _clock("case-begin")
     _mark(BEGIN, nodeid)
 
 
@@ -120,7 +152,9 @@ def pytest_runtest_logreport(report):
 
 def pytest_runtest_logfinish(nodeid, location):
     _mark(END, nodeid)
+    _clock("case-end")
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _clock("session-end")
     _mark(SESSION_END, str(int(exitstatus)))

@@ -124,15 +124,30 @@ Parser = Callable[[Iterable[str]], ParseResult]
 
 
 def _wrap(
-    argv: list[str], env: dict[str, str], run: Run, build: Build, ctx: Context
+    argv: list[str],
+    env: dict[str, str],
+    run: Run,
+    build: Build,
+    ctx: Context,
+    *,
+    recover: bool = False,
 ) -> tuple[list[str], dict[str, str], Parser]:
-    """(argv, environment, log parser) for the run's checker."""
+    """(argv, environment, log parser) for the run's checker. `recover`: ASan reports
+    every bad access instead of halting at the first (a command case: no fresh process
+    continues it, and a halted program has no outcome of its own)."""
     if run.checker is Checker.NONE:
         if build.sanitizer == "address":
-            runtime = Asan(ctx.asan_runtime).wrap(argv, checker=Checker.MEMCHECK, env=env)
+            runtime = Asan(ctx.asan_runtime).wrap(
+                argv, checker=Checker.MEMCHECK, env=env, plain=True
+            )
             return argv, {**env, **dict(runtime.env)}, NoChecker().parse
         return argv, env, NoChecker().parse
-    wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
+    if ctx.backend == "asan":
+        wrapped = ctx.checker.wrap(  # type: ignore[call-arg]
+            argv, checker=run.checker, options=run.options, env=env, recover=recover
+        )
+    else:
+        wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
     parse: Parser = (
         ctx.checker.parse
         if ctx.backend == "asan"
@@ -192,6 +207,7 @@ def _record(job: Job, result: proc.ProcResult, rel: Path, skipped: int, ended: s
         result.cpu,
         skipped,
         ended,
+        result.started,
     )
 
 
@@ -286,7 +302,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
     env = dict(run.env)
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
-    argv, env, parse = _wrap(list(case.command), env, run, build, ctx)
+    argv, env, parse = _wrap(list(case.command), env, run, build, ctx, recover=True)
     cwd = build.workdir or build.directory or ctx.scratch
     result, rel = _launch(job, 0, argv, env, cwd, ctx.experiment.timeout_for(run), ctx)
     rc = result.returncode

@@ -380,6 +380,7 @@ class Launch(Record):
     cpu: float = 0.0  # user + system seconds (what it cost; duration is what it took)
     skipped: int = 0  # node ids deselected because an earlier launch ran them
     ended: str = ""  # "" a normal end, else why the cases after it moved on
+    started: float = 0.0  # epoch seconds at the start (0: not recorded)
 
 
 @dataclass(frozen=True)

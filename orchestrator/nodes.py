@@ -34,6 +34,8 @@ IMPORT_ERROR_RE = re.compile(r"^\[csorch-import-error\] (?P<package>\S+) (?P<mes
 COLLECTED_RE = re.compile(r"^\[csorch-collected\] (?P<count>\d+)\s*$")
 # [csorch-device] GPU-6a1c0c5e-... pci=0000:19:00.0 index=0 name=NVIDIA H200
 DEVICE_RE = re.compile(r"^\[csorch-device\] (?P<uuid>\S+)(?: pci=(?P<pci>\S+))?(?: .*)?$")
+# [csorch-clock] collected 1764582301.512
+CLOCK_RE = re.compile(r"^\[csorch-clock\] (?P<event>[\w-]+) (?P<time>\d+(?:\.\d+)?)\s*$")
 # RuntimeError: CUDA error: unspecified launch failure   (anywhere in a line)
 LAUNCH_FAILURE_RE = re.compile(
     r"unspecified launch failure|an illegal memory access was encountered"
@@ -128,3 +130,45 @@ def read(lines: Iterable[str]) -> LaunchReport:
             detail = details.get(node, "the process died during this case")
         nodes.append(NodeResult(node, outcome, detail))
     return LaunchReport(tuple(nodes), status, lost, import_error, collected, gpu)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Where one launch's wall time went, in seconds, from its clock marks and the
+    executor's start and duration. A phase whose marks are missing is None."""
+
+    startup: float | None  # launch to the Python process (a checker that starts first)
+    interpreter: float | None  # Python, pytest, plugins and the rootdir conftests (torch?)
+    collection: float | None  # conftest and test modules imported (torch, the extension)
+    cases: float | None  # first case begins to the session's end
+    first_case: float | None  # the first case alone (lazy init, a CUDA context)
+    other_cases: tuple[float, ...]  # each later case
+    exit: float | None  # session end to the process's exit (a checker's final report)
+
+
+def phases(lines: Iterable[str], started: float, duration: float) -> Phases:
+    """Split a launch's wall time by its `[csorch-clock]` marks (see case_markers)."""
+    marks: dict[str, list[float]] = {}
+    for line in lines:
+        if line.startswith("[csorch-clock]") and (m := CLOCK_RE.match(line.rstrip())):
+            marks.setdefault(m["event"], []).append(float(m["time"]))
+
+    def one(event: str) -> float | None:
+        return marks[event][0] if marks.get(event) else None
+
+    def span(a: float | None, b: float | None) -> float | None:
+        # the process start has 10 ms ticks: never report a negative phase
+        return max(b - a, 0.0) if a is not None and b is not None else None
+
+    begins, ends = marks.get("case-begin", []), marks.get("case-end", [])
+    each = [max(e - b, 0.0) for b, e in zip(begins, ends, strict=False)]
+    end = started + duration if started else None
+    return Phases(
+        startup=span(started or None, one("process")),
+        interpreter=span(one("process"), one("configure")),
+        collection=span(one("configure"), one("collected")),
+        cases=span(begins[0] if begins else None, one("session-end")),
+        first_case=each[0] if each else None,
+        other_cases=tuple(each[1:]),
+        exit=span(one("session-end"), end),
+    )

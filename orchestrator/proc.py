@@ -42,6 +42,7 @@ class ProcResult(Record):
     cwd: str
     env_delta: tuple[tuple[str, str | None], ...]  # what was set (None: removed)
     cpu: float = 0.0  # user + system seconds of the child and the descendants it waited for
+    started: float = 0.0  # time.time() just before the start: places the child's own clock marks
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def run(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     timed_out = False
     with open(log_path, "ab" if append else "wb") as log:
+        started = time.time()
         start = time.monotonic()
         proc = _start(
             args,
@@ -182,6 +184,7 @@ def run(
         duration=duration,
         log_path=log_path,
         cpu=usage.ru_utime + usage.ru_stime,
+        started=started,
         cwd=os.fspath(cwd) if cwd is not None else os.getcwd(),
         env_delta=delta,
     )

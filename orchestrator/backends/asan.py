@@ -13,6 +13,18 @@ before the exit-stats marker (with halt_on_error=0 the process is not killed for
 leak log is still proven complete. Leaks stay off otherwise: a torch process leaks by
 design and would bury the run in reports.
 
+Report floods (issue #14): in recover mode ASan prints every bad access in full (about
+75 lines and 5 ms each), so a use-after-free inside a loop gave 132,096 reports and 6
+minutes for one case. ASan has no print limit and counts nothing it does not print
+(`suppress_equal_pcs` drops repeats of a pc silently, per process, so a later case
+hitting the same pc would look clean). A checker run therefore keeps recover mode by
+default: every report, the true count. A run may set `ASAN_OPTIONS: halt_on_error=1`
+in its env to stop each case at its first report instead: the process ends with
+`==PID==ABORTING`, the case keeps that one report, the executor continues the cases after
+it in a fresh process (as after any crash), and the summary line says the count stopped
+there rather than inventing a total. A plain run of an instrumented build (its reports
+are not parsed, only its outcome counts) reports each pc once (`suppress_equal_pcs=1`).
+
 Proving a clean run complete: ASan prints nothing for a clean process and has no
 "0 errors" line, so silence would look the same as a runtime that never loaded or a
 process that died. `atexit=1` makes the runtime itself print "AddressSanitizer exit
@@ -51,12 +63,22 @@ COMPILE_FLAGS = (
 LINK_FLAGS = ("-fsanitize=address",)
 # atexit=1 last, so that a user's ASAN_OPTIONS cannot switch off the completion marker;
 # alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see
-# suppress_equal_pcs=0: by default ASan reports a PC only once per process, so a second
-# case hitting the same bug would look clean; every case must show its own reports.
+# halt_on_error=1: one report per case, then a fresh process (see the module docstring);
+# a flood of identical reports would otherwise cost minutes per case.
+# a checker run (and a command case, whose exit status is its outcome): every report
 DEFAULT_OPTIONS = (
     "detect_leaks=0",
     "halt_on_error=0",
     "suppress_equal_pcs=0",
+    "alloc_dealloc_mismatch=0",
+)
+RECOVER_OPTIONS = DEFAULT_OPTIONS
+# a plain run is not judged by its reports, only by its outcome: it must not halt, and
+# each pc reported once keeps a flood from costing minutes
+PLAIN_OPTIONS = (
+    "detect_leaks=0",
+    "halt_on_error=0",
+    "suppress_equal_pcs=1",
     "alloc_dealloc_mismatch=0",
 )
 REQUIRED_OPTIONS = ("atexit=1",)
@@ -155,6 +177,7 @@ def parse(lines: Iterable[str]) -> ParseResult:
     draft: _Draft | None = None
     summaries = 0
     ended = False  # an exit-stats marker or ABORTING follows the last report
+    halted = False  # ABORTING: the process stopped at a report (halt_on_error=1)
     case = ""
     tool_errors: list[str] = []
 
@@ -216,6 +239,7 @@ def parse(lines: Iterable[str]) -> ParseResult:
         elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line):
             close()  # the process ended after its reports: nothing more is coming
             ended = True
+            halted = halted or bool(ABORTING_RE.match(text))
         elif m := RUNTIME_ERROR_RE.match(text):
             tool_errors.append(m["message"])
         elif PRELOAD_FAILED_RE.match(text):
@@ -229,8 +253,16 @@ def parse(lines: Iterable[str]) -> ParseResult:
         summary_count=summaries if ended else None,
         complete=ended,
         tool_errors=tuple(dict.fromkeys(tool_errors)),
-        summary_lines=(f"{summaries} AddressSanitizer report(s)",) if ended else (),
+        summary_lines=(_summary(summaries, halted),) if ended else (),
     )
+
+
+def _summary(reports: int, halted: bool) -> str:
+    line = f"{reports} AddressSanitizer report(s)"
+    if halted:
+        # ASan counts nothing past the report it halted at: say so, invent no total
+        line += "; halted at the first (halt_on_error=1): later bad accesses not counted"
+    return line
 
 
 def find_runtime(compiler: str = "gcc") -> Path:
@@ -256,12 +288,16 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
-def merge_options(user: str = "", *, leaks: bool = False) -> str:
-    """ASAN_OPTIONS: csorch's defaults (with leak detection when `leaks`), then the
-    user's, then what csorch requires. The last setting of an option wins."""
+def merge_options(
+    user: str = "", *, leaks: bool = False, plain: bool = False, recover: bool = False
+) -> str:
+    """ASAN_OPTIONS: csorch's defaults (a checker run's or a command case's, with leak
+    detection when `leaks`; or a plain run's), then the user's, then what csorch
+    requires. The last setting of an option wins."""
+    defaults = PLAIN_OPTIONS if plain else RECOVER_OPTIONS if recover else DEFAULT_OPTIONS
     parts = [
-        *DEFAULT_OPTIONS,
-        *(LEAK_OPTIONS if leaks else ()),
+        *defaults,
+        *(LEAK_OPTIONS if leaks and not plain else ()),
         *(p for p in re.split(r"[:\s]+", user) if p),
         *REQUIRED_OPTIONS,
     ]
@@ -311,10 +347,13 @@ class Asan:
         options: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
+        plain: bool = False,
+        recover: bool = False,
     ) -> Wrapped:
         """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
         not apply, except `--leak-check full`, which turns on LeakSanitizer; `log_path` is
-        unused: reports go to stderr."""
+        unused: reports go to stderr. `plain`: a run without a checker whose instrumented
+        build needs the runtime to load; `recover`: a command case (every report)."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
@@ -322,7 +361,12 @@ class Asan:
         delta = (
             (
                 "ASAN_OPTIONS",
-                merge_options(env.get("ASAN_OPTIONS", ""), leaks=wants_leak_check(options)),
+                merge_options(
+                    env.get("ASAN_OPTIONS", ""),
+                    leaks=wants_leak_check(options),
+                    plain=plain,
+                    recover=recover,
+                ),
             ),
             ("LD_PRELOAD", preload),
         )

@@ -6,8 +6,7 @@ example."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 from orchestrator.model import Frame
 
@@ -40,7 +39,8 @@ def device_frame(text: str) -> Frame:
 
 
 def host_frame(text: str) -> Frame:
-    if m := HOST_PYTHON_RE.match(text):
+    # the lazy Python pattern is slow on a 2 KB pybind11 frame; ".py:" is necessary for it
+    if ".py:" in text and (m := HOST_PYTHON_RE.match(text)):
         return Frame(m["function"], m["file"], int(m["line"]))
     if m := HOST_OLD_RE.match(text):
         return Frame(m["function"], "", None, m["module"], m["offset"])
@@ -67,7 +67,7 @@ def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
     of CPython and pytest internals that no signature or reader uses."""
     native = []
     for f in frames:
-        if f.is_python or INTERPRETER_RE.match(Path(f.module).name):
+        if f.is_python or INTERPRETER_RE.match(f.module.rsplit("/", 1)[-1]):
             break
         native.append(f)
     python = []
@@ -83,3 +83,34 @@ def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
         else f
         for f in kept
     )
+
+
+@dataclass
+class HostKeep:
+    """Follows what `trim_host` will keep of one backtrace as its frames arrive, so that
+    a frame it would drop is not parsed at all: a pytest case's backtrace is ~80 frames,
+    many of 300+ characters, thousands of records a log. Mutable, one per record."""
+
+    natives: int = 0  # native frames before the first Python or interpreter frame
+    natives_closed: bool = False  # a Python or interpreter frame has been seen
+    pythons: int = 0
+    done: bool = False  # trim_host keeps nothing after this point
+
+    def parse(self, text: str) -> Frame | None:
+        """The frame of a `Host Frame:` text, or None when trim_host could not keep it."""
+        if self.done:
+            return None
+        # only a text with ".py:" can parse as a Python frame (HOST_PYTHON_RE)
+        if ".py:" not in text and (self.natives_closed or self.natives >= MAX_NATIVE_FRAMES):
+            return None
+        frame = host_frame(text)
+        if frame.is_python:
+            self.natives_closed = True
+            self.pythons += 1
+            if frame.function.startswith("test") or self.pythons >= MAX_PYTHON_FRAMES:
+                self.done = True
+        elif INTERPRETER_RE.match(frame.module.rsplit("/", 1)[-1]):
+            self.natives_closed = True
+        elif not self.natives_closed:
+            self.natives += 1
+        return frame

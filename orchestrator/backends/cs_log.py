@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from orchestrator.backends import cs_race, cs_summary
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
-from orchestrator.backends.cs_frames import device_frame, host_frame
+from orchestrator.backends.cs_frames import device_frame
 from orchestrator.backends.cs_state import DetailHandler, Draft, Handler, State, number
 from orchestrator.model import Checker, Frame, ParseResult
 
@@ -209,7 +209,7 @@ def _on_device_frame(d: Draft, m: re.Match[str]) -> None:
 
 
 def _on_host_frame(d: Draft, m: re.Match[str]) -> None:
-    d.host_frames.append(host_frame(m["frame"]))
+    d.host(m["frame"])
 
 
 def _on_host_module(d: Draft, m: re.Match[str]) -> None:
@@ -241,7 +241,14 @@ def parse(
 ) -> ParseResult:
     """Parse a compute-sanitizer text log, one line at a time."""
     state = State(checker=checker)
+    # fast path: most of a memcheck log's bytes are host frames in this exact layout;
+    # any other layout takes the general path below, with the same result
+    host_line = prefix + "         Host Frame:"
+    host_at = len(host_line)
     for raw in lines:
+        if raw.startswith(host_line) and state.draft is not None:
+            state.draft.host(raw[host_at:].strip())
+            continue
         line = raw.rstrip("\r\n")
         # the prefix is followed by a space or nothing ("====== test session starts" is not)
         if not line.startswith(prefix) or line[len(prefix) : len(prefix) + 1] not in ("", " "):

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from orchestrator.backends.cs_frames import trim_host
+from orchestrator.backends.cs_frames import HostKeep, trim_host
 from orchestrator.model import Checker, Finding, Frame
 
 
@@ -27,6 +27,12 @@ class Draft:
     host_frames: list[Frame] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     in_host: bool = False
+    keep: HostKeep = field(default_factory=HostKeep)
+
+    def host(self, text: str) -> None:
+        """One `Host Frame:` text; not parsed at all when trim_host could not keep it."""
+        if (frame := self.keep.parse(text)) is not None:
+            self.host_frames.append(frame)
 
     def done(self) -> Finding:
         detail = "; ".join(d for d in (self.finding.detail, *self.details) if d)

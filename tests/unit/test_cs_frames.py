@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from orchestrator.backends import cs_frames
 from orchestrator.backends.cs_frames import (
     MAX_HOST_FUNCTION,
     MAX_NATIVE_FRAMES,
@@ -88,3 +91,26 @@ def test_trim_host_stops_at_libpython_too_and_bounds_native_frames_and_names() -
     assert len(kept) == MAX_NATIVE_FRAMES
     assert len(kept[0].function) == MAX_HOST_FUNCTION and kept[0].function.endswith("…")
     assert all(f.function != "after" for f in kept)
+
+
+def test_host_keep_parses_only_what_trim_host_keeps() -> None:
+    """Every record of a real H200 log: the frames HostKeep lets through trim to exactly
+    what the whole backtrace trims to, and most frames are never parsed."""
+    log = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures/compute-sanitizer/h200/rng-owner-scope-memcheck-rng-64x96.log"
+    )
+    records: list[list[str]] = []
+    for line in log.read_text().splitlines():
+        if "Saved host backtrace" in line:
+            records.append([])
+        elif "Host Frame:" in line and records:
+            records[-1].append(line.split("Host Frame:", 1)[1].strip())
+    assert len(records) == 20
+    for texts in records:
+        keep = cs_frames.HostKeep()
+        kept = [f for f in map(keep.parse, texts) if f is not None]
+        assert cs_frames.trim_host(kept) == cs_frames.trim_host(
+            [cs_frames.host_frame(t) for t in texts]
+        )
+        assert len(kept) < len(texts) / 2

@@ -166,3 +166,19 @@ def test_host_backtraces_keep_the_extension_and_the_test_not_cpython_or_pytest()
             ("_quantize", "test_rng_ownership.py"),
             ("test_deterministic_replay", "test_rng_ownership.py"),
         ]
+
+
+def test_the_host_frame_fast_path_changes_no_finding() -> None:
+    """Real H200 logs parsed twice: as captured (host frames take the fast path) and with
+    one more space of indent on every host frame line (the general path); the trimmed
+    host frames, and so every finding, must be the same."""
+    logs = [
+        FIXTURES / "h200" / "rng-owner-scope-memcheck-rng-64x96.log",
+        FIXTURES / "h200-csorch" / "rebuilt-memcheck-160x48-context-lost.log",
+    ]
+    for log in logs:
+        text = log.read_text().splitlines()
+        fast = parse(text)
+        slow = parse([t.replace("Host Frame:", " Host Frame:", 1) for t in text])
+        assert fast.findings and fast == slow
+        assert any(f.host_frames for f in fast.findings)

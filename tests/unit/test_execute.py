@@ -5,6 +5,7 @@ by another copy of its package, command cases, and an ASan-wrapped run."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 from pathlib import Path
 
@@ -152,6 +153,20 @@ def test_outcomes_come_from_the_markers(tmp_path: Path, suite: Path, built: Buil
     assert (tmp_path / "bundle" / a.log).exists()
 
 
+def test_clock_marks_place_a_launchs_phases(tmp_path: Path, suite: Path, built: Build):
+    from orchestrator import nodes
+
+    a = execute.execute(Job("v", "plain", "suite", 0), built, context(tmp_path, suite))
+    launch = a.launches[0]
+    lines = (tmp_path / "bundle" / launch.log).read_text().splitlines()
+    p = nodes.phases(lines, launch.started, launch.duration)
+    assert launch.started > 0 and None not in (p.startup, p.interpreter, p.collection, p.exit)
+    assert len(p.other_cases) == 6  # seven cases ran
+    total = p.startup + p.interpreter + p.collection + p.cases + p.exit
+    # the phases tile the launch (10 ms process-start ticks, plus collected->first case)
+    assert abs(total - launch.duration) < 0.5
+
+
 def test_a_crash_continues_in_a_fresh_process(tmp_path: Path, suite: Path, built: Build):
     a = execute.execute(
         Job("v", "plain", "suite", 0), built, context(tmp_path, suite, env=[("CRASH", "1")])
@@ -267,6 +282,55 @@ def test_an_asan_run_is_wrapped_and_parsed(tmp_path: Path, suite: Path, built: B
         Job("v", "plain", "ok", 0), dataclasses.replace(built, sanitizer="address"), ctx
     )
     assert "LD_PRELOAD" in dict(plain.env) and plain.checker is Checker.NONE and plain.conclusive
+
+
+def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, built: Build):
+    """Issue #14: a use-after-free in a loop (src/flood.c, 3000 bad reads a case) reports
+    every read in recover mode, the default (minutes, ~88 MB of log for 2 x 5000). A run
+    that sets `ASAN_OPTIONS: halt_on_error=1` stops each case at its first report and
+    continues the rest in a fresh process; a plain run reports the pc once and runs to
+    its end. About 5 s: one gcc, 3 processes."""
+    try:
+        asan = Asan()
+        asan.probe()
+    except CheckerUnavailable as exc:
+        pytest.skip(str(exc))
+    lib = tmp_path / "libflood.so"
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "asan" / "src"
+    cc = ["gcc", *asan.build_flags().cflags, "-shared", "-fPIC", str(src / "flood.c")]
+    subprocess.run([*cc, "-o", str(lib)], check=True)
+    env = (("CSORCH_FIXTURE_LIB", str(lib)), ("FLOOD_N", "3000"))
+    ctx = context(tmp_path, src / "case_flood.py", env=env, checker=asan)
+    ctx = dataclasses.replace(
+        ctx,
+        experiment=dataclasses.replace(
+            ctx.experiment,
+            runs=(
+                *ctx.experiment.runs[:1],
+                Run("memcheck", Checker.MEMCHECK, env=(*env, ("ASAN_OPTIONS", "halt_on_error=1"))),
+            ),
+        ),
+    )
+    instrumented = dataclasses.replace(built, sanitizer="address")
+    a = execute.execute(Job("v", "memcheck", "suite", 0), instrumented, ctx)
+    assert a.conclusive and len(a.launches) == 2  # the last case's halt needs no third
+    assert [f.case.rsplit("::", 1)[-1] for f in a.findings] == [
+        "test_flood_first",
+        "test_flood_again",
+    ]
+    assert {f.kind for f in a.findings} == {"heap-use-after-free"}
+    assert outcomes(a) == {
+        "test_flood_first": Outcome.ERROR,  # the process ended inside it
+        "test_clean": Outcome.PASSED,
+        "test_flood_again": Outcome.ERROR,
+    }
+    assert all("halted at the first" in line for line in a.parse.summary_lines)
+    logs = [tmp_path / "bundle" / launch.log for launch in a.launches]
+    assert sum(log.stat().st_size for log in logs) < 100_000  # not 3000 reports of ~4.5 KB
+    plain = execute.execute(Job("v", "plain", "suite", 0), instrumented, ctx)
+    assert len(plain.launches) == 1 and set(outcomes(plain).values()) == {Outcome.PASSED}
+    plain_log = (tmp_path / "bundle" / plain.log).read_text()
+    assert plain_log.count("ERROR: AddressSanitizer") == 1  # one pc, reported once
 
 
 def test_merge_is_complete_only_when_every_launch_is() -> None:

@@ -138,3 +138,26 @@ def test_the_gpu_a_process_used() -> None:
     assert report.gpu == "GPU-6a1c0c5e-8f0b-4b4e-9d44-2b1f7f0e8a11"
     assert nodes.read(["[csorch-collected] 1"]).gpu == ""
     assert case_markers.DEVICE == "[csorch-device]"
+
+
+def test_phases_split_a_launch_by_its_clock_marks() -> None:
+    clock = case_markers.CLOCK
+    lines = [
+        f"{clock} process 100.0",
+        f"{clock} configure 100.5",
+        f"{clock} collected 102.0",
+        f"{clock} case-begin 102.1",
+        begin(A),
+        f"{clock} case-end 103.1",
+        f"{clock} case-begin 103.1",
+        f"{clock} case-end 103.3",
+        f"{clock} session-end 103.4",
+    ]
+    p = nodes.phases(lines, started=99.75, duration=4.0)
+    assert p.startup == 0.25 and p.interpreter == 0.5 and p.collection == 1.5
+    assert round(p.cases, 3) == 1.3 and p.first_case == 1.0
+    assert [round(x, 3) for x in p.other_cases] == [0.2]
+    assert round(p.exit, 3) == 0.35
+    # a launch without marks (a command case, an old log) has no phases, not zeros
+    bare = nodes.phases(["hello"], started=0.0, duration=1.0)
+    assert bare.startup is None and bare.cases is None and bare.exit is None
