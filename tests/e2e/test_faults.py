@@ -187,6 +187,9 @@ def test_kill_sweep_resume_equals_an_uninterrupted_run(
     ran_to_end = proc.poll() is not None
     proc.send_signal(getattr(signal, f"SIG{how}"))
     output, _ = proc.communicate(timeout=120)
+    # a signal that lands while csorch is already exiting (its bundle written) ends
+    # nothing: a loaded machine makes that window wide enough to hit
+    ran_to_end = ran_to_end or proc.returncode == 0
     if not ran_to_end and how != "KILL":
         assert proc.returncode == 3, output
         assert f"interrupted; resume with: csorch run --resume {out}" in output

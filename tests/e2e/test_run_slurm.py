@@ -218,7 +218,7 @@ def test_ctrl_c_cancels_the_submitted_jobs(cluster: Cluster, tmp_path: Path) -> 
     finally:
         run.kill()
     assert run.returncode == 3, output
-    assert "marked incomplete" in output
+    assert f"interrupted; resume with: csorch run --resume {tmp_path / 'b'}" in output
     deadline, states = time.monotonic() + 60, ["COMPLETING"]
     while states == ["COMPLETING"] and time.monotonic() < deadline:  # the kill takes a moment
         time.sleep(0.2)
