@@ -43,6 +43,10 @@ FUNCTION_IGNORE: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 # source files of device frames (-lineinfo): the toolkit's headers
 FILE_IGNORE: tuple[tuple[re.Pattern[str], str], ...] = (
+    # the sanitizer runtime's own sources: newer libasan prints its malloc interceptor
+    # as plain "malloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:69"
+    # (seen on the H200's Ubuntu; gcc 12's prints "__interceptor_malloc")
+    (re.compile(r"(^|/)(libsanitizer|compiler-rt/lib)/"), "sanitizer runtime"),
     (
         re.compile(
             r"(^|/)(sm_\d+_intrinsics|sm_\d+_atomic_functions|device_functions|"

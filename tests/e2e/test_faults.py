@@ -514,6 +514,11 @@ def test_a_missing_asan_runtime_is_a_clear_usage_error(tmp_path: Path) -> None:
     assert "checker asan is unavailable" in done.stderr
 
 
+@pytest.mark.skipif(
+    Path("/usr/local/cuda/bin/compute-sanitizer").exists(),
+    reason="the real compute-sanitizer in /usr/local/cuda/bin is found past the fake one on "
+    "PATH (the GPU machine)",
+)
 def test_a_non_executable_compute_sanitizer_is_a_clear_usage_error(tmp_path: Path) -> None:
     fake = tmp_path / "bin"
     fake.mkdir()

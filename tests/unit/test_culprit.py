@@ -81,3 +81,23 @@ def test_a_stack_with_no_subject_frame_keeps_its_top_frame() -> None:
     assert subject_frames(frames) == frames
     assert skipped(frames) == ()
     assert signature(Finding(Checker.MEMCHECK, "invalid-access", frames=frames)).function
+
+
+def test_the_asan_malloc_interceptor_of_newer_gcc_is_the_runtimes() -> None:
+    """The H200's Ubuntu libasan prints the interceptor without its prefix; the leak's
+    culprit is still the program's function below it (measured: it was `malloc`)."""
+    from orchestrator.backends import asan
+
+    log = [
+        "==7==ERROR: LeakSanitizer: detected memory leaks",
+        "",
+        "Direct leak of 4096 byte(s) in 1 object(s) allocated from:",
+        "    #0 0x7f1 in malloc ../../../../src/libsanitizer/asan/asan_malloc_linux.cpp:69",
+        "    #1 0x5a2 in double_values(float*, int) /w/leak.cu:21",
+        "    #2 0x5a3 in main /w/leak.cu:40",
+        "",
+        "SUMMARY: AddressSanitizer: 4096 byte(s) leaked in 1 allocation(s).",
+    ]
+    (leak,) = asan.parse(log).findings
+    assert signature(leak).function == "double_values"
+    assert [f.function for f in skipped(leak.frames)] == ["malloc"]
