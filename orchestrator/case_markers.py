@@ -39,17 +39,15 @@ CLOCK = "[csorch-clock]"
 
 
 def _process_start() -> float | None:
-    """This process's start in epoch seconds (Linux /proc, 10 ms ticks), else None."""
+    """This process's start in epoch seconds (Linux /proc, 10 ms ticks), else None.
+    Measured back from now through the uptime clock: /proc/stat's btime is whole
+    seconds, which made the start up to a second early."""
     try:
         stat = Path("/proc/self/stat").read_text()
-        boot = next(
-            float(line.split()[1])
-            for line in Path("/proc/stat").read_text().splitlines()
-            if line.startswith("btime ")
-        )
         ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
         return None
 
 
