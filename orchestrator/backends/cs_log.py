@@ -24,13 +24,16 @@ from orchestrator.model import Checker, Finding, Frame, ParseResult
 
 PREFIX = "========="
 MAX_UNPARSED = 20
+# a count or size: at most 25 characters, so that a corrupt line is an unknown line,
+# never a crash in int() (which refuses more than 4300 digits) or a bare ","
+N = r"[0-9][0-9,]{0,24}"
 
 # --- record headers ---------------------------------------------------------------
 # COMPUTE-SANITIZER            (also the old banner: CUDA-MEMCHECK)
 BANNER_RE = re.compile(r"^(?:COMPUTE-SANITIZER|CUDA-MEMCHECK)$")
 # Invalid __global__ read of size 8 bytes
 INVALID_ACCESS_RE = re.compile(
-    r"^Invalid __(?P<space>\w+?)__ (?P<access>read|write|atomic) of size (?P<size>[\d,]+)"
+    rf"^Invalid __(?P<space>\w+?)__ (?P<access>read|write|atomic) of size (?P<size>{N})"
     r"(?: bytes?)?$"
 )
 # Misaligned Shared or Local Address    (also: Out-of-range Shared or Local Address)
@@ -38,7 +41,7 @@ SHARED_LOCAL_RE = re.compile(r"^(?P<what>Misaligned|Out-of-range) Shared or Loca
 # Uninitialized __global__ memory read of size 4 bytes
 UNINITIALIZED_RE = re.compile(
     r"^Uninitialized __(?P<space>\w+?)__ memory (?P<access>read|write) of size "
-    r"(?P<size>[\d,]+)(?: bytes?)?$"
+    rf"(?P<size>{N})(?: bytes?)?$"
 )
 # Error: Race reported between Write access at k(int *)+0x90 in f.cu:41
 RACE_RE = re.compile(
@@ -48,7 +51,7 @@ RACE_RE = re.compile(
 # Barrier error detected. Divergent thread(s) in block.
 BARRIER_RE = re.compile(r"^Barrier error detected\.\s*(?P<detail>.*)$")
 # Leaked 64 bytes at 0x7f3c4a000000
-LEAK_RE = re.compile(r"^Leaked (?P<size>[\d,]+) bytes? at 0x(?P<address>[0-9a-fA-F]+).*$")
+LEAK_RE = re.compile(rf"^Leaked (?P<size>{N}) bytes? at 0x(?P<address>[0-9a-fA-F]+).*$")
 # Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on
 #   CUDA API call to cudaFree.
 API_ERROR_RE = re.compile(
@@ -58,16 +61,16 @@ API_ERROR_RE = re.compile(
 
 # --- end-of-run and status lines --------------------------------------------------------
 # ERROR SUMMARY: 4,098 errors
-ERROR_SUMMARY_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[\d,]+) errors?$")
+ERROR_SUMMARY_RE = re.compile(rf"^ERROR SUMMARY: (?P<count>{N}) errors?$")
 # ERROR SUMMARY: 3998 errors were not printed. Use --print-limit option to adjust ...
-NOT_PRINTED_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[\d,]+) errors? (?:was|were) not printed")
+NOT_PRINTED_RE = re.compile(rf"^ERROR SUMMARY: (?P<count>{N}) errors? (?:was|were) not printed")
 # RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
 RACECHECK_SUMMARY_RE = re.compile(
-    r"^RACECHECK SUMMARY: (?P<count>[\d,]+) hazards? displayed "
-    r"\((?P<errors>[\d,]+) errors?, (?P<warnings>[\d,]+) warnings?\)$"
+    rf"^RACECHECK SUMMARY: (?P<count>{N}) hazards? displayed "
+    rf"\((?P<errors>{N}) errors?, (?P<warnings>{N}) warnings?\)$"
 )
 # LEAK SUMMARY: 64 bytes leaked in 1 allocations
-LEAK_SUMMARY_RE = re.compile(r"^LEAK SUMMARY: [\d,]+ bytes? leaked in [\d,]+ allocations?$")
+LEAK_SUMMARY_RE = re.compile(rf"^LEAK SUMMARY: {N} bytes? leaked in {N} allocations?$")
 # Error: Target application terminated before first instrumented API call
 NOT_INSTRUMENTED_RE = re.compile(
     r"^(?:Error: )?Target application terminated before first instrumented API call\.?$"
@@ -100,7 +103,7 @@ HOST_FRAME_RE = re.compile(r"^Host Frame:\s*(?P<frame>.*)$")
 HOST_MODULE_RE = re.compile(r"^in (?P<module>\S.*)$")
 # and Read access at k(int *)+0x100 in f.cu:51 [508 hazards]
 RACE_SECOND_RE = re.compile(
-    r"^and (?P<access>\w+) access at (?P<location>.+?)(?: \[(?P<hazards>[\d,]+) hazards?\])?$"
+    rf"^and (?P<access>\w+) access at (?P<location>.+?)(?: \[(?P<hazards>{N}) hazards?\])?$"
 )
 
 

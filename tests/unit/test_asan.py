@@ -164,3 +164,21 @@ def test_a_real_instrumented_run_through_proc(tmp_path: Path) -> None:
     assert bad.conclusive and [f.kind for f in bad.findings] == ["heap-buffer-overflow"]
     assert bad.findings[0].frames[0].function == "pick"
     assert clean.conclusive and clean.findings == () and clean.summary_count == 0
+
+
+# --- found by tests/fuzz (issue 11) -----------------------------------------------------
+
+
+def test_a_report_line_damaged_after_the_colon_is_an_unknown_kind() -> None:
+    result = parse(["==7==ERROR: AddressSanitizer: 123 garbled", "AddressSanitizer exit stats:"])
+    assert [f.kind for f in result.findings] == ["unknown"] and result.complete
+
+
+def test_corrupt_sizes_and_line_numbers_do_not_crash() -> None:
+    result = parse(
+        ["==7==ERROR: AddressSanitizer: heap-use-after-free on address 0x1",
+         "READ of size " + "9" * 5000 + " at 0x1 thread T0",
+         "    #0 0x1 in f a.c:" + "9" * 5000],
+    )  # fmt: skip
+    (finding,) = result.findings
+    assert finding.size is None and finding.frames[0].line is None and not result.complete

@@ -130,3 +130,28 @@ def test_a_real_memcheck_log_where_the_context_died_in_the_last_case() -> None:
     assert r.collected == 1 and r.began == (node,) and r.context_lost == node
     assert r.nodes[0].outcome is Outcome.ERROR and "unspecified launch failure" in r.nodes[0].detail
     assert r.session_status is None and not r.finished and r.unrun == 0
+
+
+# --- found by tests/fuzz (issue 11) -----------------------------------------------------
+
+
+def test_a_corrupt_number_in_a_marker_is_no_marker_not_a_crash() -> None:
+    report = nodes.read(["[csorch-collected] " + "9" * 5000, "[csorch-session-end] " + "1" * 5000])
+    assert report.collected is None and report.session_status is None and not report.finished
+
+
+def test_a_cuda_error_for_a_node_whose_begin_was_lost_counts_it_as_begun() -> None:
+    report = nodes.read(["[csorch-collected] 2", "[csorch-cuda-error] t.py::a CUDA error: x"])
+    assert report.began == ("t.py::a",) and report.context_lost == "t.py::a"
+    assert report.unrun == 1  # raised ValueError before: the node was not in `began`
+
+
+def test_a_node_that_begins_twice_is_reported_once() -> None:
+    lines = ["[csorch-case-begin] t.py::a", "[csorch-case-begin] t.py::a"]
+    assert nodes.read(lines).began == ("t.py::a",)
+
+
+
+def test_a_marker_keeps_its_node_id_and_drops_trailing_whitespace() -> None:
+    # the linear form of the pattern (tools/fuzz_linear.py) reads what the lazy one did
+    assert nodes.read(["[csorch-case-begin] t.py::a  b \t"]).began == ("t.py::a  b",)
