@@ -11,11 +11,12 @@ EXT_LIB := ext/qext/_C.so
 EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup validate test bench bench-qext bench-orchestrator lint clean
+.PHONY: help setup validate test fuzz bench bench-qext bench-orchestrator lint clean
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
+	@echo "make fuzz       long fuzzing of the log parsers and config loaders (minutes)"
 	@echo "make bench      qext kernels, then csorch's overhead, baseline and warm-rerun ratios"
 	@echo "make bench-qext / bench-orchestrator   one of the two"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
@@ -39,6 +40,13 @@ validate: setup
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the parsers and config loaders under hypothesis's long profile (>= 100,000 inputs per
+# parser, fresh random each time; CI runs the quick profile inside `make test`), then
+# the measured check that parse time is linear in input size
+fuzz: setup
+	$(PY) -m pytest tests/fuzz -p no:cacheprovider --hypothesis-profile fuzz -q $(PYTEST_ARGS)
+	$(PY) tools/fuzz_linear.py
 
 bench: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
