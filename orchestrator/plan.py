@@ -40,15 +40,20 @@ class Job(Record):
 
 
 def parse_devices(text: str) -> tuple[str, ...]:
-    """`0,1` -> ("0", "1"); ValueError for anything that is not distinct GPU indices/UUIDs."""
+    """`0,1` -> ("0", "1"); ValueError naming every item that is not a distinct GPU index
+    or UUID (all of them at once, so that one fix fixes the option)."""
     devices = tuple(d.strip() for d in text.split(",") if d.strip())
     if not devices:
-        raise ValueError("give one or more GPU indices, e.g. 0,1")
-    if len(set(devices)) != len(devices):
-        raise ValueError(f"a device is listed twice in {text!r}")
-    for d in devices:
-        if not (d.isdigit() or d.startswith(("GPU-", "MIG-"))):
-            raise ValueError(f"{d!r} is not a GPU index or UUID")
+        raise ValueError(f"{text!r} names no device; give one or more GPU indices, e.g. 0,1")
+    problems = [
+        f"{d!r} is not a GPU index or UUID"
+        for d in dict.fromkeys(devices)
+        if not (d.isascii() and d.isdigit() or d.startswith(("GPU-", "MIG-")))
+    ]
+    twice = [d for d in dict.fromkeys(devices) if devices.count(d) > 1]
+    problems += [f"{d!r} is listed {devices.count(d)} times" for d in twice]
+    if problems:
+        raise ValueError("; ".join(problems))
     return devices
 
 

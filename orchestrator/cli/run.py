@@ -18,6 +18,7 @@ from orchestrator.cli import (
     ExitCode,
     app,
     check_backend,
+    check_out,
     choose_backend,
     err,
     fail,
@@ -145,17 +146,18 @@ def run_command(
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality."""
     try:
-        check_backend(backend)
-        experiment = only_cases(load_experiment(config), case or [])
-        device_list = parse_devices(devices) if devices else ()
-        choice, facts = choose_backend(backend)
+        # `--devices ''` is a mistake to report, not the same as no --devices
+        device_list = parse_devices(devices) if devices is not None else ()
     except ValueError as exc:
         raise fail(CsorchError(f"--devices: {exc}")) from None
+    try:
+        check_backend(backend)
+        if out_dir is not None:
+            check_out(out_dir)
+        experiment = only_cases(load_experiment(config), case or [])
+        choice, facts = choose_backend(backend)
     except CsorchError as exc:  # a bad config, or a checker asked for but missing
         raise fail(exc) from None
-    if out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
-        # a bundle's manifest hashes every log in it: old files would pass as evidence
-        raise fail(CsorchError(f"--out {out_dir} is not empty", hint="give a new directory"))
     if device_list and choice.backend == "asan":
         raise fail(
             CsorchError(
