@@ -9,13 +9,25 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import backends, bundle, cache, compare, gate, host, judge, verify, workflow
+from orchestrator import (
+    backends,
+    bundle,
+    cache,
+    compare,
+    gate,
+    gatedir,
+    host,
+    judge,
+    verify,
+    workflow,
+)
 from orchestrator.bundle import atomic_write
 from orchestrator.cli import (
     VERDICT_EXIT,
     ExitCode,
     app,
     check_backend,
+    check_out,
     choose_backend,
     err,
     fail,
@@ -28,7 +40,7 @@ from orchestrator.model import Verdict
 from orchestrator.report import markdown, verdicts
 
 GATE_SCHEMA = "csorch.gate/1"
-REPORT = "report.md"
+REPORT = gatedir.REPORT
 
 Backend = Annotated[
     str,
@@ -49,9 +61,10 @@ def _check_backend(name: str) -> None:
 
 
 def _new_dir(path: Path) -> None:
-    if path.is_dir() and any(path.iterdir()):
-        # a bundle's manifest hashes every log in it: old files would pass as evidence
-        raise fail(CsorchError(f"--out {path} is not empty", hint="give a new directory"))
+    try:
+        check_out(path)
+    except CsorchError as exc:
+        raise fail(exc) from None
 
 
 def _start(backend: str, out_dir: Path) -> tuple[backends.Choice, host.Host]:
@@ -106,7 +119,11 @@ def stored(path: Path) -> gate.Judged:
     """A bundle's records, judged again from its attempts (nothing runs); BundleError if
     it cannot be read."""
     results, _ = bundle.read(path)
-    records = bundle.records(results)
+    try:
+        records = bundle.records(results)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # of the right schema but damaged: the user's evidence, not a bug of csorch
+        raise BundleError(path, f"{bundle.RESULTS} cannot be read back: {exc!r}") from None
     failed = judge.failed_builds(records.builds)
     problems = []
     if not results.get("complete"):
@@ -197,11 +214,17 @@ def gate_command(
     result = gate.decide(policy, judged, missing, broken)
     out.print(verdicts.gate(result))
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
         doc = {"schema": GATE_SCHEMA, **result.to_dict()}
-        atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
         report = "\n".join([verdicts.gate_markdown(result), *_sections(judged)])
-        atomic_write(out_dir / REPORT, report)
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(out_dir / gatedir.GATE, json.dumps(doc, indent=1))
+            atomic_write(out_dir / REPORT, report)
+            # last: the manifest covers gate.json, report.md and each bundle judged
+            gatedir.write_manifest(out_dir, [Path(j.bundle) for j in judged if j.bundle])
+        except OSError as exc:  # --out under a file, a full disk: the verdict still stands
+            err.print(f"error: --out {out_dir}: {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(VERDICT_EXIT[result.verdict]) from None
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])
 
