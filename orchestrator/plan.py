@@ -12,11 +12,17 @@ CUDA picks under compute-sanitizer). With `--devices 0,1` the executor sets
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.model import Experiment
 from orchestrator.serial import Record
+
+
+# 0 / GPU-8f4e1f53-... / MIG-GPU-8f4e1f53-.../1/0 (older MIG form): a device becomes part
+# of a log's file name, so nothing else (no `..`, no other `/` use) is accepted
+DEVICE_RE = re.compile(r"^(?:[0-9]{1,4}|(?:GPU|MIG)-[A-Za-z0-9-]{1,80}(?:/[0-9]{1,4}){0,2})\Z")
 
 
 class Fanout(enum.Enum):
@@ -35,7 +41,8 @@ class Job(Record):
 
     def stem(self) -> str:
         """The job's log name inside the bundle's logs directory (per rank with devices)."""
-        rank = f"-rank{self.rank}-gpu{self.device}" if self.device else ""
+        device = self.device.replace("/", "-")  # a MIG id's slashes are not directories
+        rank = f"-rank{self.rank}-gpu{device}" if self.device else ""
         return f"{self.variant}/{self.run}/{self.case}/r{self.repeat}{rank}"
 
 
@@ -48,7 +55,7 @@ def parse_devices(text: str) -> tuple[str, ...]:
     problems = [
         f"{d!r} is not a GPU index or UUID"
         for d in dict.fromkeys(devices)
-        if not (d.isascii() and d.isdigit() or d.startswith(("GPU-", "MIG-")))
+        if not DEVICE_RE.match(d)
     ]
     twice = [d for d in dict.fromkeys(devices) if devices.count(d) > 1]
     problems += [f"{d!r} is listed {devices.count(d)} times" for d in twice]
