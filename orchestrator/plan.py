@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from orchestrator.model import Experiment
 from orchestrator.serial import Record
 
-
 # 0 / GPU-8f4e1f53-... / MIG-GPU-8f4e1f53-.../1/0 (older MIG form): a device becomes part
 # of a log's file name, so nothing else (no `..`, no other `/` use) is accepted
 DEVICE_RE = re.compile(r"^(?:[0-9]{1,4}|(?:GPU|MIG)-[A-Za-z0-9-]{1,80}(?:/[0-9]{1,4}){0,2})\Z")

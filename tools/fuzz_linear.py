@@ -4,13 +4,13 @@ timings on a shared machine are not pass/fail material for CI).
 For each parser (compute-sanitizer text, ASan, case markers) it parses inputs of size N
 and 8N and prints the ratio of the times (about 8 when linear, about 64 when quadratic):
 - whole logs: every real fixture log repeated to N characters (default 1,000,000);
-- huge lines (default N 20,000): two fixture lines of each kind, with one piece (spaces, digits, letters, a
-  bracket, a frame prefix, the line itself) inflated to N characters at its start, middle
-  and end: the shapes that make a backtracking regex quadratic.
+- huge lines (default N 20,000): two fixture lines of each kind, each with one piece
+  (spaces, digits, letters, a bracket, a frame prefix, the line itself) inflated to N
+  characters at its start, middle and end: the shapes that make a regex backtrack.
 It exits 1 when any input's ratio exceeds --max-ratio (with its time over --min-seconds,
 so that noise on tiny timings is not counted), and prints the worst inputs.
 
-    python tools/fuzz_linear.py [--size 20000] [--max-ratio 24]
+    python tools/fuzz_linear.py [--size 20000] [--log-size 1000000] [--max-ratio 24]
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def huge_lines(logs: list[list[str]]):
     for line in distinct:
         for piece in (*PIECES, line or " "):
             for where in ("start", "middle", "end"):
-                at = {"start": min(len(line), 10), "middle": len(line) // 2, "end": len(line)}[where]
+                places = {"start": min(len(line), 10), "middle": len(line) // 2, "end": len(line)}
+                at = places[where]
 
                 def make(n, line=line, piece=piece, at=at):
                     return [line[:at] + piece * max(1, n // len(piece)) + line[at:]]

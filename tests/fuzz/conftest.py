@@ -11,8 +11,6 @@ is missing (the offline GPU machine) every module here skips with that reason.
 
 from __future__ import annotations
 
-import pytest
-
 try:
     from hypothesis import HealthCheck, settings
 except ImportError:  # the modules skip themselves through pytest.importorskip

@@ -106,7 +106,7 @@ def test_a_gate_directory_without_manifest_does_not_verify(copy: Path) -> None:
     assert done.returncode == 1 and "has no manifest" in done.stdout
 
 
-def test_a_bundle_whose_json_is_not_an_object_is_a_clear_error(copy: Path) -> None:
+def test_a_bundle_whose_json_is_not_an_object_is_a_clear_error(copy: Path, gate_dir: Path):
     (copy / "c-oob" / "results.json").write_text("[1, 2, 3]")
     report = csorch("report", str(copy / "c-oob"), cwd=copy.parent)
     assert report.returncode == 2 and "results.json is list JSON, not an object" in report.stderr
@@ -114,5 +114,9 @@ def test_a_bundle_whose_json_is_not_an_object_is_a_clear_error(copy: Path) -> No
     gate = csorch("gate", str(GATE), "--from", str(copy), cwd=copy.parent)
     assert gate.returncode == 3, gate.stdout + gate.stderr  # inconclusive, never "fail" (1)
     assert "not an object" in gate.stdout and "Traceback" not in gate.stderr
-    (copy / "c-oob" / "results.json").unlink()
+    shutil.copy(gate_dir / "c-oob" / "results.json", copy / "c-oob" / "results.json")
     (copy / "c-oob" / "manifest.json").write_text("[]")
+    report = csorch("report", str(copy / "c-oob"), cwd=copy.parent)
+    assert report.returncode == 2 and "manifest.json is list JSON, not an object" in report.stderr
+    gate = csorch("gate", str(GATE), "--from", str(copy / "c-oob"), cwd=copy.parent)
+    assert gate.returncode == 3 and "Traceback" not in gate.stderr, gate.stdout + gate.stderr

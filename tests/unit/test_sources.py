@@ -236,7 +236,8 @@ def test_a_patch_cannot_write_outside_the_tree(tree: Path, tmp_path: Path, targe
     except PatchError:
         got = None
     assert (got is None) == (not target.startswith("/"))  # `..`: refused
-    escaped = [p for p in tmp_path.rglob("*escaped.c") if not p.is_relative_to(tmp_path / "scratch")]
+    scratch = tmp_path / "scratch"
+    escaped = [p for p in tmp_path.rglob("*escaped.c") if not p.is_relative_to(scratch)]
     assert not escaped and not Path("/tmp/csorch-escaped.c").exists()
 
 
