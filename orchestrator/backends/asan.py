@@ -56,7 +56,7 @@ REQUIRED_OPTIONS = ("atexit=1",)
 
 # ==4540==ERROR: AddressSanitizer: heap-use-after-free on address 0x603000000048 at pc ...
 REPORT_RE = re.compile(
-    r"^==(?P<pid>\d+)==ERROR: (?P<tool>AddressSanitizer|LeakSanitizer): "
+    r"^==(?P<pid>[0-9]{1,9})==ERROR: (?P<tool>AddressSanitizer|LeakSanitizer): "
     r"(?P<what>.+)$"
 )
 # heap-use-after-free on address 0x603000000048 ...   /  attempting double-free on 0x6020...

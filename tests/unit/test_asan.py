@@ -182,3 +182,9 @@ def test_corrupt_sizes_and_line_numbers_do_not_crash() -> None:
     )  # fmt: skip
     (finding,) = result.findings
     assert finding.size is None and finding.frames[0].line is None and not result.complete
+
+
+def test_a_corrupt_pid_makes_the_report_line_unknown() -> None:
+    # found by `make fuzz` (long profile): the pid went through int() unbounded
+    result = parse(["==" + "9" * 5000 + "==ERROR: AddressSanitizer: heap-use-after-free"])
+    assert result.findings == () and not result.complete
