@@ -222,9 +222,11 @@ def gate_command(
             atomic_write(out_dir / REPORT, report)
             # last: the manifest covers gate.json, report.md and each bundle judged
             gatedir.write_manifest(out_dir, [Path(j.bundle) for j in judged if j.bundle])
-        except OSError as exc:  # --out under a file, a full disk: the verdict still stands
+        except OSError as exc:  # --out under a file, a full disk
             err.print(f"error: --out {out_dir}: {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(VERDICT_EXIT[result.verdict]) from None
+            # a pass whose evidence was not written is no pass; a fail stays a fail
+            failed = result.verdict is Verdict.FAIL
+            raise typer.Exit(ExitCode.FAIL if failed else ExitCode.INCONCLUSIVE) from None
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])
 

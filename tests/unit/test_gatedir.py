@@ -120,3 +120,12 @@ def test_a_bundle_whose_json_is_not_an_object_is_a_clear_error(copy: Path, gate_
     assert report.returncode == 2 and "manifest.json is list JSON, not an object" in report.stderr
     gate = csorch("gate", str(GATE), "--from", str(copy / "c-oob"), cwd=copy.parent)
     assert gate.returncode == 3 and "Traceback" not in gate.stderr, gate.stdout + gate.stderr
+
+
+def test_a_gate_that_cannot_write_its_evidence_does_not_pass(gate_dir: Path, tmp_path: Path):
+    (tmp_path / "file").write_text("x")
+    done = csorch("gate", str(GATE), "--from", str(gate_dir), "--out", str(tmp_path / "file"),
+                  cwd=tmp_path)  # fmt: skip
+    assert "gate: PASS" in done.stdout  # the judgement itself passed...
+    assert done.returncode == 3 and "--out" in done.stderr  # ...but nothing records it
+    assert "Traceback" not in done.stderr
