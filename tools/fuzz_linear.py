@@ -8,7 +8,8 @@ and 8N and prints the ratio of the times (about 8 when linear, about 64 when qua
   (spaces, digits, letters, a bracket, a frame prefix, the line itself) inflated to N
   characters at its start, middle and end: the shapes that make a regex backtrack.
 It exits 1 when any input's ratio exceeds --max-ratio (with its time over --min-seconds,
-so that noise on tiny timings is not counted), and prints the worst inputs.
+so that noise on tiny timings is not counted) in each of three measurements, and prints
+the worst inputs.
 
     python tools/fuzz_linear.py [--size 20000] [--log-size 1000000] [--max-ratio 24]
 """
@@ -99,6 +100,11 @@ def main() -> int:
             t1, t8 = _seconds(parse, small), _seconds(parse, big)
             count += 1
             ratio = t8 / max(t1, 1e-6)
+            for _ in range(2):  # confirm a bad ratio: on a shared machine one can be load
+                if ratio <= args.max_ratio or t8 < args.min_seconds:
+                    break
+                t1, t8 = _seconds(parse, small), _seconds(parse, big)
+                ratio = min(ratio, t8 / max(t1, 1e-6))
             worst.append((ratio if t8 >= args.min_seconds else 0.0, t8, label))
         worst.sort(reverse=True)
         bad = [w for w in worst if w[0] > args.max_ratio]
