@@ -11,12 +11,13 @@ EXT_LIB := ext/qext/_C.so
 EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
-.PHONY: help setup slurm-deps validate test bench bench-qext bench-orchestrator bench-parser \
-	lint clean
+.PHONY: help setup slurm-deps validate test fuzz bench bench-qext bench-orchestrator \
+	bench-parser lint clean
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
+	@echo "make fuzz       long fuzzing of the log parsers and config loaders (about 45 minutes on 2 cores)"
 	@echo "make bench      qext kernels, then csorch's overhead, baseline and warm-rerun ratios"
 	@echo "make bench-qext / bench-orchestrator / bench-parser   one of the three"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
@@ -55,6 +56,13 @@ slurm-deps:
 
 test: setup slurm-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the parsers and config loaders under hypothesis's long profile (>= 100,000 inputs per
+# parser, fresh random each time; CI runs the quick profile inside `make test`), then
+# the measured check that parse time is linear in input size
+fuzz: setup
+	$(PY) -m pytest tests/fuzz -p no:cacheprovider --hypothesis-profile fuzz -q $(PYTEST_ARGS)
+	$(PY) tools/fuzz_linear.py
 
 bench: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json

@@ -243,8 +243,16 @@ def read(root: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
             doc = json.loads((root / name).read_text())
         except FileNotFoundError:
             raise BundleError(root, f"no {name}") from None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise BundleError(root, f"{name} is not valid JSON: {exc}") from None
+        except OSError as exc:
+            raise BundleError(root, f"{name} cannot be read: {exc.strerror or exc}") from None
+        if not isinstance(doc, dict):
+            raise BundleError(
+                root,
+                f"{name} is {type(doc).__name__} JSON, not an object",
+                hint="the file was damaged or replaced; re-run, or restore the bundle",
+            )
         if doc.get("schema") != schema:
             raise BundleError(root, f"{name} has schema {doc.get('schema')!r}, expected {schema}")
         docs.append(doc)

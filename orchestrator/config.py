@@ -330,8 +330,12 @@ class _Reader:
     def _pytest_target(self, view: View) -> str:
         text = view.word()
         file_part, sep, rest = text.partition("::")
-        path = (self.base / file_part).resolve()
-        if not path.exists():
+        try:
+            path = (self.base / file_part).resolve()
+            exists = path.exists()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+            raise view.error(f"not a usable path: {exc}") from None
+        if not exists:
             raise view.error(f"no such test file or directory: {path}")
         return str(path) + sep + rest
 

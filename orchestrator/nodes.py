@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from orchestrator.model import NodeResult, Outcome
 
+# (`.*\S|\s`: linear on a long run of spaces, where `.+?\s*$` is quadratic)
 # [csorch-case-begin] tests/regression/test_rng_ownership.py::test_replay[cpu-64x96]
-BEGIN_RE = re.compile(r"^\[csorch-case-begin\] (?P<node>.+?)\s*$")
+BEGIN_RE = re.compile(r"^\[csorch-case-begin\] (?P<node>.*\S|\s)\s*$")
 # [csorch-case-end] tests/regression/test_rng_ownership.py::test_replay[cpu-64x96]
-END_RE = re.compile(r"^\[csorch-case-end\] (?P<node>.+?)\s*$")
+END_RE = re.compile(r"^\[csorch-case-end\] (?P<node>.*\S|\s)\s*$")
 # [csorch-case-outcome] tests/regression/test_rng_ownership.py::test_replay[cpu-64x96] failed
 OUTCOME_RE = re.compile(
     r"^\[csorch-case-outcome\] (?P<node>.+) (?P<outcome>passed|failed|skipped|error)\s*$"
@@ -27,15 +28,18 @@ CUDA_ERROR_RE = re.compile(
     r"^\[csorch-cuda-error\] (?P<node>\S+(?:\[[^\]]*\])?)(?: (?P<message>.*))?$"
 )
 # [csorch-session-end] 1
-SESSION_END_RE = re.compile(r"^\[csorch-session-end\] (?P<status>-?\d+)\s*$")
+# (bounded digits: a corrupt marker is no marker, never a crash in int())
+SESSION_END_RE = re.compile(r"^\[csorch-session-end\] (?P<status>-?[0-9]{1,9})\s*$")
 # [csorch-import-error] qext qext comes from /src/qext/__init__.py, not from ...
 IMPORT_ERROR_RE = re.compile(r"^\[csorch-import-error\] (?P<package>\S+) (?P<message>.*)$")
 # [csorch-collected] 9
-COLLECTED_RE = re.compile(r"^\[csorch-collected\] (?P<count>\d+)\s*$")
+COLLECTED_RE = re.compile(r"^\[csorch-collected\] (?P<count>[0-9]{1,9})\s*$")
 # [csorch-device] GPU-6a1c0c5e-... pci=0000:19:00.0 index=0 name=NVIDIA H200
 DEVICE_RE = re.compile(r"^\[csorch-device\] (?P<uuid>\S+)(?: pci=(?P<pci>\S+))?(?: .*)?$")
 # [csorch-clock] collected 1764582301.512
-CLOCK_RE = re.compile(r"^\[csorch-clock\] (?P<event>[\w-]+) (?P<time>\d+(?:\.\d+)?)\s*$")
+CLOCK_RE = re.compile(
+    r"^\[csorch-clock\] (?P<event>[\w-]+) (?P<time>[0-9]{1,12}(?:\.[0-9]{1,9})?)\s*$"
+)
 # RuntimeError: CUDA error: unspecified launch failure   (anywhere in a line)
 LAUNCH_FAILURE_RE = re.compile(
     r"unspecified launch failure|an illegal memory access was encountered"
@@ -78,7 +82,7 @@ class LaunchReport:
 
 def read(lines: Iterable[str]) -> LaunchReport:
     """Parse one launch's log."""
-    order: list[str] = []
+    order: dict[str, None] = {}  # an ordered set: each node once, in the order it began
     outcomes: dict[str, Outcome] = {}
     details: dict[str, str] = {}
     ended: set[str] = set()
@@ -97,19 +101,18 @@ def read(lines: Iterable[str]) -> LaunchReport:
             continue
         if m := BEGIN_RE.match(line):
             current = m["node"]
-            if current not in outcomes:
-                order.append(current)
+            order.setdefault(current)
         elif m := END_RE.match(line):
             ended.add(m["node"])
             current = ""
         elif m := OUTCOME_RE.match(line):
             node, outcome = m["node"], Outcome(m["outcome"])
-            if node not in outcomes and node not in order:
-                order.append(node)
+            order.setdefault(node)
             if _RANK[outcome] >= _RANK.get(outcomes.get(node, Outcome.SKIPPED), 0):
                 outcomes[node] = outcome
         elif m := CUDA_ERROR_RE.match(line):
             node = m["node"]
+            order.setdefault(node)  # its teardown ran, so it began (its marker was lost)
             lost = lost or node
             details[node] = "CUDA error at teardown: " + (m["message"] or "").strip()
             outcomes[node] = Outcome.ERROR

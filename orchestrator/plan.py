@@ -12,11 +12,16 @@ CUDA picks under compute-sanitizer). With `--devices 0,1` the executor sets
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.model import Experiment
 from orchestrator.serial import Record
+
+# 0 / GPU-8f4e1f53-... / MIG-GPU-8f4e1f53-.../1/0 (older MIG form): a device becomes part
+# of a log's file name, so nothing else (no `..`, no other `/` use) is accepted
+DEVICE_RE = re.compile(r"^(?:[0-9]{1,4}|(?:GPU|MIG)-[A-Za-z0-9-]{1,80}(?:/[0-9]{1,4}){0,2})\Z")
 
 
 class Fanout(enum.Enum):
@@ -35,7 +40,8 @@ class Job(Record):
 
     def stem(self) -> str:
         """The job's log name inside the bundle's logs directory (per rank with devices)."""
-        rank = f"-rank{self.rank}-{device_label(self.device)}" if self.device else ""
+        device = device_label(self.device).replace("/", "-")  # a MIG id's slashes
+        rank = f"-rank{self.rank}-{device}" if self.device else ""
         return f"{self.variant}/{self.run}/{self.case}/r{self.repeat}{rank}"
 
 
@@ -45,15 +51,20 @@ def device_label(device: str) -> str:
 
 
 def parse_devices(text: str) -> tuple[str, ...]:
-    """`0,1` -> ("0", "1"); ValueError for anything that is not distinct GPU indices/UUIDs."""
+    """`0,1` -> ("0", "1"); ValueError naming every item that is not a distinct GPU index
+    or UUID (all of them at once, so that one fix fixes the option)."""
     devices = tuple(d.strip() for d in text.split(",") if d.strip())
     if not devices:
-        raise ValueError("give one or more GPU indices, e.g. 0,1")
-    if len(set(devices)) != len(devices):
-        raise ValueError(f"a device is listed twice in {text!r}")
-    for d in devices:
-        if not (d.isdigit() or d.startswith(("GPU-", "MIG-"))):
-            raise ValueError(f"{d!r} is not a GPU index or UUID")
+        raise ValueError(f"{text!r} names no device; give one or more GPU indices, e.g. 0,1")
+    problems = [
+        f"{d!r} is not a GPU index or UUID"
+        for d in dict.fromkeys(devices)
+        if not DEVICE_RE.match(d)
+    ]
+    twice = [d for d in dict.fromkeys(devices) if devices.count(d) > 1]
+    problems += [f"{d!r} is listed {devices.count(d)} times" for d in twice]
+    if problems:
+        raise ValueError("; ".join(problems))
     return devices
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# \Z, not $: `$` also matches before a final newline, and "v\n" is no directory name
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|m|h)?$")
 URL_RE = re.compile(r"^(?:[a-z+]+://|[\w.-]+@[\w.-]+:)")

@@ -104,6 +104,30 @@ def tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+def check_links(tree: Path, source: str) -> None:
+    """SourceError for a symlink in `tree` whose target lies outside it: the build (or a
+    patch) would write through it into the user's files, outside the scratch copy."""
+    root = tree.resolve()
+    for dirpath, dirnames, filenames in os.walk(tree):
+        for name in (*dirnames, *filenames):
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                continue
+            target = Path(dirpath, os.readlink(path))
+            try:
+                resolved = target.resolve()
+            except (OSError, RuntimeError):  # a loop of links
+                resolved = target
+            if not resolved.is_relative_to(root):
+                rel = path.relative_to(tree).as_posix()
+                raise SourceError(
+                    source,
+                    f"the symlink {rel} points outside the source tree (to {os.readlink(path)}): "
+                    "a build or patch could write through it into files csorch must not touch",
+                    hint="replace the link with the files it points to, or remove it",
+                )
+
+
 def _copy(src: Path, dest: Path) -> None:
     def ignore(directory: str, names: list[str]) -> list[str]:
         top = Path(directory) == src
@@ -223,6 +247,7 @@ class Workspace:
             _copy(Path(spec.location), tree)
         else:
             tree, commit = self._checkout(spec, dest / "checkout")
+        check_links(tree, spec.location)
         patches = []
         for patch in variant.patches:
             if not patch.is_file():

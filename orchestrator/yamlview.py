@@ -31,13 +31,44 @@ _NAMES = {
 }
 
 
+#: a config is a page of YAML; a file past this is not one (and is not read whole)
+MAX_BYTES = 1 << 20
+#: nodes a document may expand to through its aliases (a billion-laughs bomb expands to
+#: 10^9 from a few lines; a real config has a few hundred)
+MAX_NODES = 100_000
+
+
 def load(path: Path) -> View:
-    """The root of a single-document YAML file."""
+    """The root of a single-document YAML file: UTF-8, at most MAX_BYTES, its aliases
+    expanding to at most MAX_NODES nodes."""
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ConfigError(
+                path,
+                None,
+                "",
+                f"the file is {size:,} bytes; a config is at most {MAX_BYTES:,}",
+                hint="is this the config you meant?",
+            )
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(path, None, "", f"cannot read: {exc.strerror or exc}") from None
-    loader = yaml.SafeLoader(text)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            path,
+            line,
+            "",
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+            hint="save the file as UTF-8",
+        ) from None
+    try:
+        loader = yaml.SafeLoader(text)  # checks for unprintable characters already
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, None, "", f"not valid YAML: {exc}") from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -46,11 +77,56 @@ def load(path: Path) -> View:
         raise ConfigError(path, line, "", f"not valid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(path, None, "", f"not valid YAML: {exc}") from None
+    except RecursionError:  # the composer recurses once per level of nesting
+        raise ConfigError(path, None, "", "nested too deeply to be a config") from None
     finally:
         loader.dispose()
     if node is None:
         raise ConfigError(path, 1, "", "the file is empty")
+    _check_expansion(path, node)
     return View(path, node, "", yaml.SafeLoader(""))
+
+
+def _check_expansion(path: Path, root: yaml.Node) -> None:
+    """ConfigError when aliases make the document expand past MAX_NODES, or refer to a
+    node that contains them. Counted over the node graph (an alias is the same node
+    object again), each node once: linear in the file, whatever it expands to."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_.discard(key)
+            total = 1 + sum(sizes[id(c)] for c in _children(node))
+            if total > MAX_NODES:
+                raise ConfigError(
+                    path,
+                    node.start_mark.line + 1,
+                    "",
+                    f"its aliases expand to more than {MAX_NODES:,} values",
+                    hint="a YAML alias bomb? write the values out, or use fewer aliases",
+                )
+            sizes[key] = total
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise ConfigError(
+                path, node.start_mark.line + 1, "", "an alias refers to a node that contains it"
+            )
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 class View:
@@ -80,6 +156,8 @@ class View:
             return self._loader.construct_object(self.node, deep=True)
         except yaml.YAMLError as exc:
             raise self.error(f"cannot read this value: {exc}") from None
+        except (ValueError, OverflowError) as exc:  # 2001-02-30, a 5000-digit integer
+            raise self.error(f"cannot read this value: {exc}", hint="quote it") from None
 
     def kind(self) -> str:
         if isinstance(self.node, yaml.MappingNode):
@@ -152,10 +230,15 @@ class View:
 
     def path(self, *, directory: bool) -> Path:
         """An existing file or directory, relative to the folder of the config file."""
-        path = (self.file.parent / self.text("a path")).resolve()
-        if directory and not path.is_dir():
+        text = self.text("a path")
+        try:
+            path = (self.file.parent / text).resolve()
+            is_dir, is_file = path.is_dir(), path.is_file()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+            raise self.error(f"not a usable path: {exc}") from None
+        if directory and not is_dir:
             raise self.error(f"no such directory: {path}")
-        if not directory and not path.is_file():
+        if not directory and not is_file:
             raise self.error(f"no such file: {path}")
         return path
 

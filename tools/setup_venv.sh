@@ -14,9 +14,10 @@ PYTHON=${1:?usage: setup_venv.sh PYTHON VENV}
 VENV=${2:?usage: setup_venv.sh PYTHON VENV}
 TORCH_PIN="torch==2.13.0"
 BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
-# test-only, CPU install only: validates SARIF against the official schema; the offline
-# GPU machine lacks it and tests/unit/test_sarif.py skips there
-TEST_PKGS=(jsonschema==4.26.0)
+# test-only, CPU install only; the offline GPU machine lacks them and their tests skip
+# there with the reason: jsonschema validates SARIF against the official schema
+# (tests/unit/test_sarif.py); hypothesis drives the parser and config fuzzing (tests/fuzz)
+TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3)
 NEEDED_MODULES="torch pybind11 typer rich yaml pytest ninja setuptools"
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -87,7 +87,7 @@ LEAK_OPTIONS = ("detect_leaks=1",)
 
 # ==4540==ERROR: AddressSanitizer: heap-use-after-free on address 0x603000000048 at pc ...
 REPORT_RE = re.compile(
-    r"^==(?P<pid>\d+)==ERROR: (?P<tool>AddressSanitizer|LeakSanitizer): "
+    r"^==(?P<pid>[0-9]{1,9})==ERROR: (?P<tool>AddressSanitizer|LeakSanitizer): "
     r"(?P<what>.+)$"
 )
 # heap-use-after-free on address 0x603000000048 ...   /  attempting double-free on 0x6020...
@@ -95,7 +95,7 @@ KIND_RE = re.compile(r"^(?:attempting )?(?P<kind>[A-Za-z][\w-]*)")
 ADDRESS_IN_RE = re.compile(r"\b0x(?P<address>[0-9a-fA-F]+)")
 # READ of size 8 at 0x603000000048 thread T0
 ACCESS_RE = re.compile(
-    r"^(?P<access>READ|WRITE) of size (?P<size>\d+) at 0x"
+    r"^(?P<access>READ|WRITE) of size (?P<size>[0-9]{1,18}) at 0x"
     r"(?P<address>[0-9a-fA-F]+) thread (?P<thread>\S+)"
 )
 # ==4540==The signal is caused by a READ memory access.
@@ -109,7 +109,9 @@ FRAME_RE = re.compile(
 # ... (/lib/x86_64-linux-gnu/libc.so.6+0x271ca)
 FRAME_MODULE_RE = re.compile(r"^(?P<function>.*?)\s*\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
 # ... /tmp/asantry/uaf.c:3:12
-FRAME_FILE_RE = re.compile(r"^(?P<function>.+?)\s+(?P<file>\S+?):(?P<line>\d+)(?::\d+)?$")
+# (bounded numbers here and in ACCESS_RE: a corrupt line is an unknown line, never a
+# crash in int(), which refuses more than 4300 digits)
+FRAME_FILE_RE = re.compile(r"^(?P<function>.+?)\s+(?P<file>\S+?):(?P<line>[0-9]{1,9})(?::\d+)?$")
 # freed by thread T0 here:   /   previously allocated by thread T0 here:
 STACK_ROLE_RE = re.compile(
     r"^(?P<role>freed|previously allocated|allocated) by thread "
@@ -197,7 +199,14 @@ def parse(lines: Iterable[str]) -> ParseResult:
         elif m := REPORT_RE.match(text):
             close()
             what = m["what"]
-            kind = "memory-leak" if m["tool"] == "LeakSanitizer" else KIND_RE.match(what)["kind"]  # type: ignore[index]
+            known = KIND_RE.match(what)  # None for a report line damaged after the colon
+            kind = (
+                "memory-leak"
+                if m["tool"] == "LeakSanitizer"
+                else known["kind"]
+                if known
+                else "unknown"
+            )
             address = ADDRESS_IN_RE.search(what)
             draft = _Draft(
                 Finding(

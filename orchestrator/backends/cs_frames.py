@@ -10,16 +10,18 @@ from dataclasses import dataclass, replace
 
 from orchestrator.model import Frame
 
+# line numbers have at most 9 digits: a corrupt one leaves the frame unparsed instead of
+# crashing int() (which refuses more than 4300 digits)
 # k(float *, int)+0xb0 in /src/k.cu:41
 DEVICE_LOC_RE = re.compile(
-    r"^(?P<function>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?: in (?P<file>.+?):(?P<line>\d+))?$"
+    r"^(?P<function>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?: in (?P<file>.+?):(?P<line>[0-9]{1,9}))?$"
 )
 # 0x000000b0 in /src/k.cu:41:k(float *, int)   (older CUDA-MEMCHECK order)
 DEVICE_LOC_OLD_RE = re.compile(
-    r"^0x(?P<offset>[0-9a-fA-F]+) in (?:(?P<file>[^:\s]+):(?P<line>\d+):)?(?P<function>.+)$"
+    r"^0x(?P<offset>[0-9a-fA-F]+) in (?:(?P<file>[^:\s]+):(?P<line>[0-9]{1,9}):)?(?P<function>.+)$"
 )
 # <module> in run.py:13     (a Python frame)
-HOST_PYTHON_RE = re.compile(r"^(?P<function>.+?) in (?P<file>\S+\.py):(?P<line>\d+)$")
+HOST_PYTHON_RE = re.compile(r"^(?P<function>.+?) in (?P<file>\S+\.py):(?P<line>[0-9]{1,9})$")
 # cudaLaunchKernel [0x4a2b1] in /usr/local/cuda/lib64/libcudart.so.13   (symbol optional)
 HOST_NATIVE_RE = re.compile(
     r"^(?P<function>.*?)\s*\[0x(?P<offset>[0-9a-fA-F]+)\](?: in (?P<module>.+))?$"

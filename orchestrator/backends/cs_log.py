@@ -41,7 +41,8 @@ MAX_UNPARSED = 20
 BANNER_RE = re.compile(r"^(?:COMPUTE-SANITIZER|CUDA-MEMCHECK)$")
 # Invalid __global__ read of size 8 bytes
 INVALID_ACCESS_RE = re.compile(
-    r"^Invalid __(?P<space>\w+?)__ (?P<access>read|write|atomic) of size (?P<size>[\d,]+)"
+    r"^Invalid __(?P<space>\w+?)__ (?P<access>read|write|atomic) of size "
+    r"(?P<size>[0-9][0-9,]{0,24})"
     r"(?: bytes?)?$"
 )
 # Misaligned Shared or Local Address    (also: Out-of-range Shared or Local Address)
@@ -57,25 +58,27 @@ MALLOC_FREE_RE = re.compile(r"^Malloc/Free error encountered\s*:\s*(?P<what>.+)$
 # Uninitialized __global__ memory read of size 4 bytes
 UNINITIALIZED_RE = re.compile(
     r"^Uninitialized __(?P<space>\w+?)__ memory (?P<access>read|write) of size "
-    r"(?P<size>[\d,]+)(?: bytes?)?$"
+    r"(?P<size>[0-9][0-9,]{0,24})(?: bytes?)?$"
 )
 # Unused __global__ memory in allocation 0x7fed9f400000 of size 100 bytes
 #   (initcheck --track-unused-memory; also "Unused memory in allocation 0x... called NAME ...")
 UNUSED_RE = re.compile(
     r"^Unused (?:__(?P<space>\w+?)__ )?memory in allocation(?: 0x(?P<address>[0-9a-fA-F]+))?"
-    r".*? of size (?P<size>[\d,]+)(?: bytes?)?.*$"
+    r".*? of size (?P<size>[0-9][0-9,]{0,24})(?: bytes?)?.*$"
 )
 # Barrier error detected. Divergent thread(s) in block.     (also: "... Invalid arguments")
 BARRIER_RE = re.compile(r"^Barrier error detected\.\s*(?P<detail>.*)$")
 # Warpgroup MMA sequence error detected. ...     (synccheck, wgmma on sm_90a)
 WGMMA_RE = re.compile(r"^Warpgroup MMA sequence error detected\.?\s*(?P<detail>.*)$")
 # Leaked 64 bytes at 0x7f3c4a000000         (also "... on the device heap", "... called NAME")
-LEAK_RE = re.compile(r"^Leaked (?P<size>[\d,]+) bytes? at 0x(?P<address>[0-9a-fA-F]+)(?P<rest>.*)$")
+LEAK_RE = re.compile(
+    r"^Leaked (?P<size>[0-9][0-9,]{0,24}) bytes? at 0x(?P<address>[0-9a-fA-F]+)(?P<rest>.*)$"
+)
 # Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on
 #   CUDA API call to cudaFree.
 # Program hit invalid copy direction for memcpy (error 21) on CUDA API call to cudaMemcpy.
 API_ERROR_RE = re.compile(
-    r"^Program hit (?P<code>.+?) \(error (?P<number>\d+)\)"
+    r"^Program hit (?P<code>.+?) \(error (?P<number>[0-9]{1,9})\)"
     r'(?: due to "(?P<reason>[^"]*)")? on (?:CUDA )?(?:\w+ )?API call to (?P<call>[\w:]+)\.?$'
 )
 

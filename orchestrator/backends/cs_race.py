@@ -27,7 +27,8 @@ RACE_RE = re.compile(
 )
 # and Read access at k(int *)+0x100 in f.cu:51 [508 hazards]     (one line per other access)
 RACE_SECOND_RE = re.compile(
-    r"^and (?P<access>\w+) access at (?P<location>.+?)(?: \[(?P<hazards>[\d,]+) hazards?\])?$"
+    r"^and (?P<access>\w+) access at (?P<location>.+?)"
+    r"(?: \[(?P<hazards>[0-9][0-9,]{0,24}) hazards?\])?$"
 )
 # Error: Potential WAW hazard detected at __shared__ 0x0 in block (0,0,0) :
 # Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ 0x8c in ...
@@ -46,7 +47,8 @@ HAZARD_THREAD_RE = re.compile(
 VALUES_RE = re.compile(r"^Current Value\s*:.*$")
 # Potential invalid __shared__ read of size 4 bytes     (a cluster block not entered or exited)
 CLUSTER_RE = re.compile(
-    r"^Potential invalid __(?P<space>\w+?)__ (?P<access>read|write) of size (?P<size>[\d,]+)"
+    r"^Potential invalid __(?P<space>\w+?)__ (?P<access>read|write) of size "
+    r"(?P<size>[0-9][0-9,]{0,24})"
     r"(?: bytes?)?$"
 )
 

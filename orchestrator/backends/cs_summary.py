@@ -22,16 +22,20 @@ import re
 from orchestrator.backends.cs_state import Handler, State, number
 
 # ERROR SUMMARY: 4,098 errors
-ERROR_SUMMARY_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[\d,]+) errors?$")
+ERROR_SUMMARY_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[0-9][0-9,]{0,24}) errors?$")
 # ERROR SUMMARY: 3998 errors were not printed. Use --print-limit option to adjust ...
-NOT_PRINTED_RE = re.compile(r"^ERROR SUMMARY: (?P<count>[\d,]+) errors? (?:was|were) not printed")
+NOT_PRINTED_RE = re.compile(
+    r"^ERROR SUMMARY: (?P<count>[0-9][0-9,]{0,24}) errors? (?:was|were) not printed"
+)
 # RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
 RACECHECK_SUMMARY_RE = re.compile(
-    r"^RACECHECK SUMMARY: (?P<count>[\d,]+) hazards? displayed "
-    r"\((?P<errors>[\d,]+) errors?, (?P<warnings>[\d,]+) warnings?\)$"
+    r"^RACECHECK SUMMARY: (?P<count>[0-9][0-9,]{0,24}) hazards? displayed "
+    r"\((?P<errors>[0-9][0-9,]{0,24}) errors?, (?P<warnings>[0-9][0-9,]{0,24}) warnings?\)$"
 )
 # LEAK SUMMARY: 64 bytes leaked in 1 allocations
-LEAK_SUMMARY_RE = re.compile(r"^LEAK SUMMARY: [\d,]+ bytes? leaked in [\d,]+ allocations?$")
+LEAK_SUMMARY_RE = re.compile(
+    r"^LEAK SUMMARY: [0-9][0-9,]{0,24} bytes? leaked in [0-9][0-9,]{0,24} allocations?$"
+)
 # Error: Target application terminated before first instrumented API call
 NOT_INSTRUMENTED_RE = re.compile(
     r"^(?:Error: )?Target application terminated before first instrumented API call\.?$"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import platform
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -113,6 +114,17 @@ def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[s
             hint="drop --devices, or use --backend compute-sanitizer",
         )
     return devices
+def check_out(path: Path) -> None:
+    """CsorchError unless `--out path` can become a new results directory: not a file,
+    not under one, and empty if it exists (a bundle's manifest hashes every log in it:
+    old files would pass as evidence)."""
+    if path.exists() and not path.is_dir():
+        raise CsorchError(f"--out {path} is a file", hint="give a new directory")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise CsorchError(f"--out {path} is under {parent}, a file", hint="give a new directory")
+    if path.is_dir() and any(path.iterdir()):
+        raise CsorchError(f"--out {path} is not empty", hint="give a new directory")
 
 
 def interrupt(signum: int, frame: object) -> None:

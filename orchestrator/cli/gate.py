@@ -18,6 +18,7 @@ from orchestrator import (
     cache,
     compare,
     gate,
+    gatedir,
     host,
     journal,
     judge,
@@ -31,6 +32,7 @@ from orchestrator.cli import (
     ExitCode,
     app,
     check_backend,
+    check_out,
     choose_backend,
     err,
     fail,
@@ -46,7 +48,7 @@ from orchestrator.plan import Fanout
 from orchestrator.report import markdown, verdicts
 
 GATE_SCHEMA = "csorch.gate/1"
-REPORT = "report.md"
+REPORT = gatedir.REPORT
 #: what `csorch gate --resume OUT` starts again from: the configs and settings of the gate
 GATE_RUN = "gate-run.json"
 GATE_RUN_SCHEMA = "csorch.gate-run/1"
@@ -70,12 +72,13 @@ def _check_backend(name: str) -> None:
 
 
 def _new_dir(path: Path) -> None:
-    if path.is_dir() and any(path.iterdir()):
+    try:
+        check_out(path)
+    except CsorchError as exc:
         # a bundle's manifest hashes every log in it: old files would pass as evidence
-        hint = "give a new directory"
         if (path / GATE_RUN).is_file():
-            hint += f", or continue that gate: {journal.resume_command('gate', path)}"
-        raise fail(CsorchError(f"--out {path} is not empty", hint=hint))
+            exc.hint += f", or continue that gate: {journal.resume_command('gate', path)}"
+        raise fail(exc) from None
 
 
 def _start(backend: str, out_dir: Path) -> tuple[backends.Choice, host.Host]:
@@ -161,7 +164,11 @@ def stored(path: Path) -> gate.Judged:
     """A bundle's records, judged again from its attempts (nothing runs); BundleError if
     it cannot be read."""
     results, _ = bundle.read(path)
-    records = bundle.records(results)
+    try:
+        records = bundle.records(results)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # of the right schema but damaged: the user's evidence, not a bug of csorch
+        raise BundleError(path, f"{bundle.RESULTS} cannot be read back: {exc!r}") from None
     failed = judge.failed_builds(records.builds)
     problems = []
     if not results.get("complete"):
@@ -335,10 +342,16 @@ def gate_command(
         report = "\n".join([verdicts.gate_markdown(result), *_sections(judged, live)])
         try:
             out_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write(out_dir / "gate.json", json.dumps(doc, indent=1))
+            atomic_write(out_dir / gatedir.GATE, json.dumps(doc, indent=1))
             atomic_write(out_dir / REPORT, report)
-        except OSError as exc:
-            raise cannot_write(exc, journal.resume_command("gate", out_dir), out_dir) from None
+            # last: the manifest covers gate.json, report.md and each bundle judged
+            gatedir.write_manifest(out_dir, [Path(j.bundle) for j in judged if j.bundle])
+        except OSError as exc:  # --out under a file, a full disk
+            stop = cannot_write(exc, journal.resume_command("gate", out_dir), out_dir)
+            # a pass whose evidence was not written is no pass; a fail stays a fail
+            if result.verdict is Verdict.FAIL:
+                raise typer.Exit(ExitCode.FAIL) from None
+            raise stop from None
         out.print(f"gate: {out_dir / 'gate.json'}; report: {out_dir / REPORT}", highlight=False)
     raise typer.Exit(VERDICT_EXIT[result.verdict])
 

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator import __version__, backends, host, verify
+from orchestrator import __version__, backends, gatedir, host, verify
 from orchestrator.backends.base import ToolInfo
 from orchestrator.cli import ExitCode, app, err, fail, out
 from orchestrator.errors import BundleError, CheckerUnavailable
@@ -40,17 +40,23 @@ def _summary(result: verify.Verification) -> str:
 
 @app.command("verify")
 def verify_command(
-    bundle: Annotated[Path, typer.Argument(help="a results bundle (csorch run --out)")],
+    bundle: Annotated[
+        Path,
+        typer.Argument(help="a results bundle (csorch run --out) or a gate's (csorch gate --out)"),
+    ],
     problems_only: Annotated[
         bool, typer.Option("--problems-only", help="list only the checks that are not ok")
     ] = False,
 ) -> None:
     """Re-check every digest in a bundle's manifest: logs, results, config, patches, binaries.
+    Given a gate's directory (`csorch gate --out`): gate.json, report.md and every
+    experiment bundle the gate judged.
 
     Exit 0 when everything checkable matches, 1 on any mismatch, missing or unlisted file,
-    2 when BUNDLE is not a bundle."""
+    2 when BUNDLE is neither a bundle nor a gate's directory."""
     try:
-        result = verify.verify(bundle)
+        is_gate = gatedir.is_gate_dir(bundle)
+        result = gatedir.verify_gate(bundle) if is_gate else verify.verify(bundle)
     except BundleError as exc:
         raise fail(exc) from None
     table = Table(title=f"verify {bundle}", header_style="bold", title_justify="left")

@@ -18,6 +18,7 @@ from orchestrator.cli import (
     ExitCode,
     app,
     check_backend,
+    check_out,
     choose_backend,
     err,
     fail,
@@ -216,6 +217,13 @@ def run_command(
         elif config is None:
             raise CsorchError("give CONFIG (or --resume OUT)", hint="csorch run CONFIG [--out DIR]")
         check_backend(backend)
+        if resume is None and out_dir is not None:
+            try:
+                check_out(out_dir)
+            except CsorchError as exc:
+                if (out_dir / journal.JOURNAL).is_file():
+                    exc.hint += f", or continue that run: {journal.resume_command('run', out_dir)}"
+                raise
         experiment = only_cases(load_experiment(config), case or [])
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)
@@ -223,12 +231,6 @@ def run_command(
         device_list = resolve_devices(devices, choice.backend, facts) if runner is None else ()
     except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
         raise fail(exc) from None
-    if resume is None and out_dir is not None and out_dir.is_dir() and any(out_dir.iterdir()):
-        # a bundle's manifest hashes every log in it: old files would pass as evidence
-        hint = "give a new directory"
-        if (out_dir / journal.JOURNAL).is_file():
-            hint += f", or continue that run: {journal.resume_command('run', out_dir)}"
-        raise fail(CsorchError(f"--out {out_dir} is not empty", hint=hint))
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
     options = workflow.Options(
         backend=choice.backend,

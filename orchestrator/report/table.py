@@ -53,7 +53,9 @@ def _rows(experiment: Experiment, attempts: Sequence[Attempt]) -> list[tuple[str
             rows.setdefault(a.case, {})[n.nodeid] = None
         if any(not f.case for f in a.findings):
             rows.setdefault(a.case, {})[OUTSIDE] = None
-    return [(case, node) for case, nodes in rows.items() for node in nodes]
+    # a case no attempt reported a node for (its variants did not build, pytest never
+    # started) is still listed, as its own single row
+    return [(case, node) for case, nodes in rows.items() for node in (nodes or [case])]
 
 
 def _cell(attempts: list[Attempt], node: str, builds: dict[str, Build]) -> Text:
@@ -65,16 +67,21 @@ def _cell(attempts: list[Attempt], node: str, builds: dict[str, Build]) -> Text:
     outcomes = [n.outcome for a in attempts for n in a.nodes if n.nodeid == node]
     counts = [sum(1 for f in a.findings if (f.case or OUTSIDE) == node) for a in attempts]
     sanitized = attempts[0].checker is not Checker.NONE
+    timed_out = any(a.timed_out for a in attempts)
     if not outcomes and node != OUTSIDE:
         bad = next((a for a in attempts if not a.conclusive), None)
-        return Text("inconclusive" if bad else "-", style="yellow" if bad else "dim")
+        label = "timed out" if timed_out else "inconclusive" if bad else "-"
+        return Text(label, style="yellow" if bad else "dim")
     outcome = aggregate(outcomes) if outcomes else None
-    text = Text(outcome.value if outcome else "", style=STYLES.get(outcome, "") if outcome else "")
+    # an error that is the attempt's timeout says so ("error ?" told the user nothing)
+    timed = outcome is Outcome.ERROR and timed_out
+    label = "timed out" if timed else outcome.value if outcome else ""
+    text = Text(label, style=STYLES.get(outcome, "") if outcome else "")
     if sanitized:
         total, hits = sum(counts), sum(1 for c in counts if c)
         findings = str(total) if len(counts) == 1 else f"{total} in {hits}/{len(counts)}"
         text.append((" " if outcome else "") + findings, style="bold magenta" if total else "dim")
-    if any(not a.conclusive for a in attempts):
+    if any(not a.conclusive for a in attempts) and label != "timed out":
         text.append(" ?", style="yellow")
     return text
 

@@ -211,3 +211,27 @@ def test_a_real_leak_is_reported_only_with_the_leak_check(tmp_path: Path) -> Non
         ("memory-leak", "stage")
     ]
     assert default.conclusive and default.findings == ()
+
+
+# --- found by tests/fuzz (issue 11) -----------------------------------------------------
+
+
+def test_a_report_line_damaged_after_the_colon_is_an_unknown_kind() -> None:
+    result = parse(["==7==ERROR: AddressSanitizer: 123 garbled", "AddressSanitizer exit stats:"])
+    assert [f.kind for f in result.findings] == ["unknown"] and result.complete
+
+
+def test_corrupt_sizes_and_line_numbers_do_not_crash() -> None:
+    result = parse(
+        ["==7==ERROR: AddressSanitizer: heap-use-after-free on address 0x1",
+         "READ of size " + "9" * 5000 + " at 0x1 thread T0",
+         "    #0 0x1 in f a.c:" + "9" * 5000],
+    )  # fmt: skip
+    (finding,) = result.findings
+    assert finding.size is None and finding.frames[0].line is None and not result.complete
+
+
+def test_a_corrupt_pid_makes_the_report_line_unknown() -> None:
+    # found by `make fuzz` (long profile): the pid went through int() unbounded
+    result = parse(["==" + "9" * 5000 + "==ERROR: AddressSanitizer: heap-use-after-free"])
+    assert result.findings == () and not result.complete

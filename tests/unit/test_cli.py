@@ -103,7 +103,7 @@ def test_devices_need_a_gpu_backend(tmp_path: Path) -> None:
     )
     assert result.exit_code == cli.ExitCode.USAGE and "fans out over GPUs" in result.output
     bad = runner.invoke(cli.app, ["run", str(_config(tmp_path)), "--devices", "0,0"])
-    assert bad.exit_code == cli.ExitCode.USAGE and "listed twice" in bad.output
+    assert bad.exit_code == cli.ExitCode.USAGE and "listed 2 times" in bad.output
 
 
 def test_run_will_not_mix_into_an_old_bundle(tmp_path: Path) -> None:
@@ -143,9 +143,53 @@ def test_devices_all_fans_out_only_over_two_or_more_gpus() -> None:
     assert resolve("all", "asan", none) == () and resolve(None, "asan", none) == ()
     assert resolve("1,0", "compute-sanitizer", one) == ("1", "0")
     for text, backend, message in [
-        ("", "compute-sanitizer", "give one or more GPU indices"),
-        ("0,0", "compute-sanitizer", "listed twice"),
+        ("", "compute-sanitizer", "names no device"),
+        ("0,0", "compute-sanitizer", "listed 2 times"),
         ("0", "asan", "the ASan backend runs on the CPU"),
     ]:
         with pytest.raises(CsorchError, match=message):
             resolve(text, backend, two)
+
+
+# --- found when tried as a new user would (issue 11): clear errors, no tracebacks -------
+
+E2E = ROOT / "tests" / "fixtures" / "e2e"
+
+
+def csorch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """csorch in a child process, as a user runs it (these fail before any build)."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_run_out_that_is_a_file_or_under_one_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    for out, says in ((tmp_path / "f", "is a file"), (tmp_path / "f" / "sub", "a file")):
+        done = csorch("run", str(E2E / "c-oob.yaml"), "--backend", "asan", "--out", str(out),
+                      cwd=tmp_path)  # fmt: skip
+        assert done.returncode == cli.ExitCode.USAGE, done.stderr
+        assert says in done.stderr and "Traceback" not in done.stderr
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_a_config_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes((E2E / "c-oob.yaml").read_bytes() + "# caf\u00e9\n".encode("latin-1"))
+    done = csorch("run", str(config), "--backend", "asan", cwd=tmp_path)
+    assert done.returncode == cli.ExitCode.USAGE
+    assert f"{config}:" in done.stderr and "not UTF-8" in done.stderr
+    assert "--devices" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("devices", "says"),
+    [
+        ("", "names no device"),
+        ("-1,0,0", "'-1' is not a GPU index or UUID; '0' is listed 2 times"),
+    ],
+)
+def test_bad_devices_are_refused_with_every_problem(tmp_path: Path, devices: str, says: str):
+    done = csorch("run", str(E2E / "c-oob.yaml"), "--devices", devices, cwd=tmp_path)
+    assert done.returncode == cli.ExitCode.USAGE and says in done.stderr, done.stderr

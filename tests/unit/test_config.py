@@ -412,6 +412,13 @@ BAD = [
         "this run has none",
     ),
     ("empty-file", "", 1, "", "the file is empty"),
+    # hostile names (issue 11 item 5): a name becomes a directory under --out
+    ("newline-variant", sub("name: fixed", 'name: "fixed\\n"'), 4, "variants[0].name",
+     "is not a safe name"),
+    ("slash-case", sub("  - tests/test_a.py", "  - {name: a/../../b, pytest: tests/test_a.py}"),
+     16, "cases[0].name", "is not a safe name"),
+    ("dotdot-run", sub("name: plain", "name: .."), 10, "runs[0].name", "is not a safe name"),
+    ("absolute-experiment", sub("name: demo", "name: /tmp/x"), 1, "name", "is not a safe name"),
     ("top-level-list", "- a\n- b\n", 1, "", "expected a mapping, found a list"),
 ]
 

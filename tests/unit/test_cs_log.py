@@ -182,3 +182,27 @@ def test_the_host_frame_fast_path_changes_no_finding() -> None:
         slow = parse([t.replace("Host Frame:", " Host Frame:", 1) for t in text])
         assert fast.findings and fast == slow
         assert any(f.host_frames for f in fast.findings)
+
+
+# --- found by tests/fuzz and tools/fuzz_linear.py (issue 11) ----------------------------
+
+
+def test_corrupt_counts_are_unknown_lines_not_crashes() -> None:
+    for line in ("ERROR SUMMARY: , errors", "ERROR SUMMARY: " + "9" * 5000 + " errors"):
+        result = parse([f"========= {line}"])
+        assert not result.complete and result.unparsed == (line,)
+
+
+def test_a_corrupt_line_number_leaves_the_frame_unparsed() -> None:
+    location = "k(int *)+0x10 in k.cu:" + "1" * 5000
+    assert cs_frames.device_frame(location) == Frame(function=location)
+    result = parse(
+        ["========= Error: Race reported between Write access at " + location,
+         "=========", "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)"],
+        checker=Checker.RACECHECK,
+    )  # fmt: skip
+    assert result.complete and len(result.findings) == 1
+
+
+def test_thousands_separators_still_read() -> None:
+    assert parse(["========= ERROR SUMMARY: 4,098 errors"]).summary_count == 4098

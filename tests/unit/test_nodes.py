@@ -161,3 +161,28 @@ def test_phases_split_a_launch_by_its_clock_marks() -> None:
     # a launch without marks (a command case, an old log) has no phases, not zeros
     bare = nodes.phases(["hello"], started=0.0, duration=1.0)
     assert bare.startup is None and bare.cases is None and bare.exit is None
+
+
+# --- found by tests/fuzz (issue 11) -----------------------------------------------------
+
+
+def test_a_corrupt_number_in_a_marker_is_no_marker_not_a_crash() -> None:
+    report = nodes.read(["[csorch-collected] " + "9" * 5000, "[csorch-session-end] " + "1" * 5000])
+    assert report.collected is None and report.session_status is None and not report.finished
+
+
+def test_a_cuda_error_for_a_node_whose_begin_was_lost_counts_it_as_begun() -> None:
+    report = nodes.read(["[csorch-collected] 2", "[csorch-cuda-error] t.py::a CUDA error: x"])
+    assert report.began == ("t.py::a",) and report.context_lost == "t.py::a"
+    assert report.unrun == 1  # raised ValueError before: the node was not in `began`
+
+
+def test_a_node_that_begins_twice_is_reported_once() -> None:
+    lines = ["[csorch-case-begin] t.py::a", "[csorch-case-begin] t.py::a"]
+    assert nodes.read(lines).began == ("t.py::a",)
+
+
+
+def test_a_marker_keeps_its_node_id_and_drops_trailing_whitespace() -> None:
+    # the linear form of the pattern (tools/fuzz_linear.py) reads what the lazy one did
+    assert nodes.read(["[csorch-case-begin] t.py::a  b \t"]).began == ("t.py::a  b",)

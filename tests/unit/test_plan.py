@@ -70,7 +70,7 @@ def test_plan_restricted_to_runs_and_variants() -> None:
 
 @pytest.mark.parametrize(
     ("text", "problem"),
-    [("", "one or more"), ("0,0", "twice"), ("0,cpu", "not a GPU index")],
+    [("", "one or more"), ("0,0", "listed 2 times"), ("0,cpu", "not a GPU index")],
 )
 def test_bad_device_lists(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
@@ -80,3 +80,18 @@ def test_bad_device_lists(text: str, problem: str) -> None:
 def test_device_lists() -> None:
     assert parse_devices("0, 1") == ("0", "1")
     assert parse_devices("GPU-1234abcd") == ("GPU-1234abcd",)
+
+
+def test_every_problem_of_a_device_list_is_reported_at_once() -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_devices("-1,0,0")
+    assert str(caught.value) == "'-1' is not a GPU index or UUID; '0' is listed 2 times"
+    with pytest.raises(ValueError, match="' , ' names no device"):
+        parse_devices(" , ")
+
+
+def test_a_device_cannot_walk_out_of_the_logs_directory() -> None:
+    with pytest.raises(ValueError, match="not a GPU index or UUID"):
+        parse_devices("GPU-x/../../../etc")
+    (mig,) = parse_devices("MIG-GPU-8f4e1f53-aa/1/0")
+    assert Job("v", "r", "c", 0, device=mig).stem() == "v/r/c/r0-rank0-gpuMIG-GPU-8f4e1f53-aa-1-0"

@@ -195,3 +195,58 @@ def test_a_missing_path_source(tmp_path: Path) -> None:
         sources.Workspace(tmp_path / "s").materialize(
             variant(), SourceSpec(SourceKind.PATH, str(tmp_path / "gone"))
         )
+
+
+# --- hostile trees and patches (issue 11 item 5): nothing written outside the scratch ---
+
+
+def test_a_symlink_out_of_the_source_tree_is_refused(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tree / "src" / "out").symlink_to(outside)
+    ws = sources.Workspace(tmp_path / "scratch")
+    with pytest.raises(SourceError, match=r"the symlink src/out points outside the source tree"):
+        ws.materialize(variant(), SourceSpec(SourceKind.PATH, str(tree)))
+    (tree / "src" / "out").unlink()
+    (tree / "abs").symlink_to("/etc/passwd")
+    with pytest.raises(SourceError, match=r"the symlink abs points outside"):
+        ws.materialize(variant(), SourceSpec(SourceKind.PATH, str(tree)))
+
+
+def test_a_symlink_inside_the_tree_is_kept(tree: Path, tmp_path: Path) -> None:
+    (tree / "main-link.c").symlink_to("src/main.c")
+    ws = sources.Workspace(tmp_path / "scratch")
+    got = ws.materialize(variant(), SourceSpec(SourceKind.PATH, str(tree)))
+    assert (got.root / "main-link.c").is_symlink()
+
+
+@pytest.mark.parametrize(
+    "target", ["../escaped.c", "/tmp/csorch-escaped.c", "src/../../escaped.c"]
+)
+def test_a_patch_cannot_write_outside_the_tree(tree: Path, tmp_path: Path, target: str) -> None:
+    patch = tmp_path / "evil.patch"
+    patch.write_text(
+        f"--- /dev/null\n+++ b/{target.lstrip('/')}\n@@ -0,0 +1 @@\n+pwned\n"
+        if not target.startswith("/")
+        else f"--- /dev/null\n+++ {target}\n@@ -0,0 +1 @@\n+pwned\n"
+    )
+    ws = sources.Workspace(tmp_path / "scratch")
+    try:  # git apply refuses `..`; an absolute name loses its first part (-p1), inside
+        got = ws.materialize(variant(patches=(patch,)), SourceSpec(SourceKind.PATH, str(tree)))
+    except PatchError:
+        got = None
+    assert (got is None) == (not target.startswith("/"))  # `..`: refused
+    scratch = tmp_path / "scratch"
+    escaped = [p for p in tmp_path.rglob("*escaped.c") if not p.is_relative_to(scratch)]
+    assert not escaped and not Path("/tmp/csorch-escaped.c").exists()
+
+
+def test_a_patch_cannot_write_through_a_symlink_inside_the_tree(tree: Path, tmp_path: Path):
+    # an inward link is allowed; git apply still refuses to write "beyond" it
+    (tree / "alias").symlink_to("src")
+    patch = tmp_path / "via-link.patch"
+    patch.write_text(FIX.replace("src/main.c", "alias/main.c"))
+    ws = sources.Workspace(tmp_path / "scratch")
+    with pytest.raises(PatchError):
+        ws.materialize(variant(patches=(patch,)), SourceSpec(SourceKind.PATH, str(tree)))
+    assert (tree / "src" / "main.c").read_text() == MAIN

@@ -126,3 +126,30 @@ def test_findings_outside_any_test_get_their_own_row(tmp_path: Path) -> None:
         table.cases_table(EXPERIMENT, [], [attempt("ctl", "memcheck", Outcome.PASSED, [stray])])
     )
     assert "(outside a test)" in out
+
+
+# --- found when tried as a new user would (issue 11) ------------------------------------
+
+
+def test_a_timed_out_case_says_timed_out() -> None:
+    timed_out = Attempt(
+        "ctl", "plain", "rng", 0, Checker.NONE, timed_out=True,
+        nodes=(NodeResult(NODE, Outcome.ERROR, "the process died during this case"),),
+    )  # fmt: skip
+    never_began = Attempt("fix", "plain", "rng", 0, Checker.NONE, timed_out=True)
+    out = text(table.cases_table(EXPERIMENT, [], [timed_out, never_began]))
+    row = next(line for line in out.splitlines() if "test_x[cpu]" in line)
+    assert [c.strip() for c in row.split("│")[1:-1]] == ["test_x[cpu]", "timed out", "timed out"]
+    assert "error ?" not in out
+
+
+def test_with_every_build_failed_the_cases_are_still_listed() -> None:
+    attempts = [
+        attempt(v, r, Outcome.ERROR, error=f"variant {v} did not build")
+        for v in ("fix", "ctl")
+        for r in ("plain", "memcheck")
+    ]
+    builds = [Build(v, BuildKind.JIT, False, error="build failed") for v in ("fix", "ctl")]
+    out = text(table.cases_table(EXPERIMENT, builds, attempts))
+    row = next(line for line in out.splitlines() if line.startswith("│ rng"))
+    assert [c.strip() for c in row.split("│")[1:-1]] == ["rng"] + ["not built"] * 4

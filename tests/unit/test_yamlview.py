@@ -101,3 +101,59 @@ def test_names_choices_and_paths(tmp_path: Path) -> None:
         f.require("d").path(directory=False)
     with pytest.raises(ConfigError, match="no such directory"):
         f.require("p").path(directory=True)
+
+
+# --- hostile files (issue 11): refused with a ConfigError naming the file ---------------
+
+
+def test_a_file_that_is_not_utf8_names_the_file_line_and_byte(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: x\ndescription: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    assert caught.value.file == path and caught.value.line == 2
+    assert "not UTF-8 text: byte 0xe9" in str(caught.value) and "save the file as UTF-8" in str(
+        caught.value
+    )
+
+
+def test_an_oversized_file_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text("name: x\n" + "# padding\n" * 120_000)  # 1.2 MB
+    with pytest.raises(ConfigError, match=r"1,200,008 bytes; a config is at most 1,048,576"):
+        load(path)
+
+
+def test_a_billion_laughs_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    with pytest.raises(ConfigError, match="aliases expand to more than 100,000 values") as caught:
+        view(tmp_path, "\n".join(lines) + "\n")  # 10^10 values if expanded
+    assert caught.value.line is not None and "alias bomb" in str(caught.value)
+
+
+def test_modest_aliases_still_load(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x]", "a1: &a1 [*a0, *a0, *a0]", "a2: [*a1, *a1, *a1]"]
+    assert view(tmp_path, "\n".join(lines) + "\n").is_mapping  # 27 values: fine
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="an alias refers to a node that contains it"):
+        view(tmp_path, "a: &a [x, *a]\n")
+
+
+def test_deep_nesting_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nested too deeply|not valid YAML"):
+        view(tmp_path, "a: " + "[" * 20_000 + "]" * 20_000 + "\n")
+
+
+def test_control_characters_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid YAML: unacceptable character"):
+        view(tmp_path, "name: a\x00b\n")
+
+
+@pytest.mark.parametrize("text", ["2001-02-30", "9" * 5000])
+def test_a_value_python_cannot_build_is_a_config_error(tmp_path: Path, text: str) -> None:
+    fields = view(tmp_path, f"a: {text}\n").mapping({"a": "the a"})
+    with pytest.raises(ConfigError, match="a: cannot read this value"):
+        fields.require("a").value()
