@@ -124,13 +124,17 @@ def pytest_runtest_teardown(item, nextitem):
 
 def _name_device(torch) -> None:
     """Once per process: the GPU this process really used, by UUID and PCI bus id, so that
-    a per-rank attempt proves it ran on the GPU its rank was given."""
+    a per-rank attempt proves it ran on the GPU its rank was given. A process whose first
+    case destroyed the context names none (reports: "not reported")."""
     global _device_named
     if _device_named:
         return
+    try:
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+    except RuntimeError:  # a lost context: a later process of the attempt names it
+        return
     _device_named = True
-    index = torch.cuda.current_device()
-    props = torch.cuda.get_device_properties(index)
     uuid = str(getattr(props, "uuid", "") or "")
     if uuid and not uuid.startswith(("GPU-", "MIG-")):
         uuid = "GPU-" + uuid
