@@ -186,3 +186,15 @@ def test_a_node_that_begins_twice_is_reported_once() -> None:
 def test_a_marker_keeps_its_node_id_and_drops_trailing_whitespace() -> None:
     # the linear form of the pattern (tools/fuzz_linear.py) reads what the lazy one did
     assert nodes.read(["[csorch-case-begin] t.py::a  b \t"]).began == ("t.py::a  b",)
+
+
+def test_real_h200_rank_logs_name_the_gpu_they_ran_on() -> None:
+    """Two ranks of a replicate fan-out on the H200 (one by index, one by UUID): both
+    children named the same GPU, the one nvidia-smi listed."""
+    from pathlib import Path
+
+    ranks = Path(__file__).resolve().parents[1] / "fixtures" / "e2e" / "h200-ranks"
+    for name in ("rank0-gpu0.txt", "rank1-uuid-memcheck.txt"):
+        report = nodes.read((ranks / name).read_text().splitlines())
+        assert report.gpu == "GPU-00c0510e-e71c-899e-9edf-39021cd3ea5c", name
+        assert report.finished and len(report.nodes) == 3
