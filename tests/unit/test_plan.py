@@ -94,4 +94,4 @@ def test_a_device_cannot_walk_out_of_the_logs_directory() -> None:
     with pytest.raises(ValueError, match="not a GPU index or UUID"):
         parse_devices("GPU-x/../../../etc")
     (mig,) = parse_devices("MIG-GPU-8f4e1f53-aa/1/0")
-    assert Job("v", "r", "c", 0, device=mig).stem() == "v/r/c/r0-rank0-gpuMIG-GPU-8f4e1f53-aa-1-0"
+    assert Job("v", "r", "c", 0, device=mig).stem() == "v/r/c/r0-rank0-MIG-GPU-8f4e1f53-aa-1-0"
