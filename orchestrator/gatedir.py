@@ -3,7 +3,7 @@ wrote, and its verification.
 
     OUT/manifest.json   schema csorch.gate-manifest/1: the sha256 of gate.json and
                         report.md, and of each judged experiment bundle's own manifest
-    OUT/gate.json, OUT/report.md
+    OUT/gate.json, OUT/report.md, OUT/gate-run.json (a gate that ran: its settings)
     OUT/<experiment>/   the bundles of a gate that ran (each verifies on its own)
 
 `verify` re-hashes the gate's files, checks that each bundle still has the manifest the
@@ -31,6 +31,8 @@ SCHEMA = "csorch.gate-manifest/1"
 GATE = "gate.json"
 REPORT = "report.md"
 FILES = (GATE, REPORT)
+#: covered when present: the settings a running gate kept for `csorch gate --resume`
+OPTIONAL = ("gate-run.json",)
 
 
 def write_manifest(root: Path, bundles: Sequence[Path]) -> None:
@@ -49,7 +51,11 @@ def write_manifest(root: Path, bundles: Sequence[Path]) -> None:
     doc = {
         "schema": SCHEMA,
         "csorch": __version__,
-        "files": {name: file_digest(root / name) for name in FILES if (root / name).is_file()},
+        "files": {
+            name: file_digest(root / name)
+            for name in (*FILES, *OPTIONAL)
+            if (root / name).is_file()
+        },
         "bundles": inside,
         "outside": outside,
     }
@@ -124,7 +130,7 @@ def verify_gate(root: Path | str) -> Verification:
     except (TypeError, ValueError) as exc:
         raise BundleError(root, f"{MANIFEST} is malformed: {exc!r}") from None
     checks = []
-    for name in FILES:
+    for name in (*FILES, *(n for n in OPTIONAL if n in files)):
         path, expected = root / name, str(files.get(name, ""))
         if not path.is_file():
             checks.append(Check(Kind.GATE, name, Status.MISSING, expected=expected))
@@ -149,7 +155,7 @@ def verify_gate(root: Path | str) -> Verification:
         checks += _bundle(root, rel, root / rel, str(expected), outside=False)
     for where, expected in sorted(outside.items()):
         checks += _bundle(root, where, Path(where), str(expected), outside=True)
-    listed = set(FILES) | {MANIFEST} | {rel.split("/", 1)[0] for rel in inside}
+    listed = set(FILES) | set(files) | {MANIFEST} | {rel.split("/", 1)[0] for rel in inside}
     for extra in sorted(p.name for p in root.iterdir() if p.name not in listed):
         if extra.startswith(".") and extra.endswith(".tmp"):
             continue  # an atomic write in flight

@@ -347,7 +347,11 @@ def gate_command(
             # last: the manifest covers gate.json, report.md and each bundle judged
             gatedir.write_manifest(out_dir, [Path(j.bundle) for j in judged if j.bundle])
         except OSError as exc:  # --out under a file, a full disk
-            stop = cannot_write(exc, journal.resume_command("gate", out_dir), out_dir)
+            if from_:  # nothing ran: there is nothing to resume, only the --out to fix
+                err.print(f"error: --out {out_dir}: {exc}", highlight=False, soft_wrap=True)
+                stop = typer.Exit(ExitCode.INCONCLUSIVE)
+            else:
+                stop = cannot_write(exc, journal.resume_command("gate", out_dir), out_dir)
             # a pass whose evidence was not written is no pass; a fail stays a fail
             if result.verdict is Verdict.FAIL:
                 raise typer.Exit(ExitCode.FAIL) from None
