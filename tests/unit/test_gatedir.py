@@ -53,7 +53,8 @@ def copy(gate_dir: Path, tmp_path: Path) -> Path:
 def test_the_gate_writes_a_manifest_over_its_files_and_bundles(gate_dir: Path) -> None:
     doc = json.loads((gate_dir / "manifest.json").read_text())
     assert doc["schema"] == gatedir.SCHEMA
-    assert set(doc["files"]) == {"gate.json", "report.md", "gate-run.json"} and set(doc["bundles"]) == {"c-oob"}
+    assert set(doc["files"]) == {"gate.json", "report.md", "gate-run.json"}
+    assert set(doc["bundles"]) == {"c-oob"}
     result = gatedir.verify_gate(gate_dir)
     assert result.ok
     kinds = {c.kind for c in result.checks if c.status is Status.OK}
