@@ -129,12 +129,8 @@ def _wrap(
     run: Run,
     build: Build,
     ctx: Context,
-    *,
-    recover: bool = False,
 ) -> tuple[list[str], dict[str, str], Parser]:
-    """(argv, environment, log parser) for the run's checker. `recover`: ASan reports
-    every bad access instead of halting at the first (a command case: no fresh process
-    continues it, and a halted program has no outcome of its own)."""
+    """(argv, environment, log parser) for the run's checker."""
     if run.checker is Checker.NONE:
         if build.sanitizer == "address":
             runtime = Asan(ctx.asan_runtime).wrap(
@@ -142,12 +138,7 @@ def _wrap(
             )
             return argv, {**env, **dict(runtime.env)}, NoChecker().parse
         return argv, env, NoChecker().parse
-    if ctx.backend == "asan":
-        wrapped = ctx.checker.wrap(  # type: ignore[call-arg]
-            argv, checker=run.checker, options=run.options, env=env, recover=recover
-        )
-    else:
-        wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
+    wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
     parse: Parser = (
         ctx.checker.parse
         if ctx.backend == "asan"
@@ -302,7 +293,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
     env = dict(run.env)
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
-    argv, env, parse = _wrap(list(case.command), env, run, build, ctx, recover=True)
+    argv, env, parse = _wrap(list(case.command), env, run, build, ctx)
     cwd = build.workdir or build.directory or ctx.scratch
     result, rel = _launch(job, 0, argv, env, cwd, ctx.experiment.timeout_for(run), ctx)
     rc = result.returncode

@@ -72,7 +72,6 @@ DEFAULT_OPTIONS = (
     "suppress_equal_pcs=0",
     "alloc_dealloc_mismatch=0",
 )
-RECOVER_OPTIONS = DEFAULT_OPTIONS
 # a plain run is not judged by its reports, only by its outcome: it must not halt, and
 # each pc reported once keeps a flood from costing minutes
 PLAIN_OPTIONS = (
@@ -297,13 +296,11 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
-def merge_options(
-    user: str = "", *, leaks: bool = False, plain: bool = False, recover: bool = False
-) -> str:
+def merge_options(user: str = "", *, leaks: bool = False, plain: bool = False) -> str:
     """ASAN_OPTIONS: csorch's defaults (a checker run's or a command case's, with leak
     detection when `leaks`; or a plain run's), then the user's, then what csorch
     requires. The last setting of an option wins."""
-    defaults = PLAIN_OPTIONS if plain else RECOVER_OPTIONS if recover else DEFAULT_OPTIONS
+    defaults = PLAIN_OPTIONS if plain else DEFAULT_OPTIONS
     parts = [
         *defaults,
         *(LEAK_OPTIONS if leaks and not plain else ()),
@@ -357,12 +354,11 @@ class Asan:
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
         plain: bool = False,
-        recover: bool = False,
     ) -> Wrapped:
         """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
         not apply, except `--leak-check full`, which turns on LeakSanitizer; `log_path` is
         unused: reports go to stderr. `plain`: a run without a checker whose instrumented
-        build needs the runtime to load; `recover`: a command case (every report)."""
+        build needs the runtime to load."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
@@ -374,7 +370,6 @@ class Asan:
                     env.get("ASAN_OPTIONS", ""),
                     leaks=wants_leak_check(options),
                     plain=plain,
-                    recover=recover,
                 ),
             ),
             ("LD_PRELOAD", preload),

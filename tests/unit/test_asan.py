@@ -105,7 +105,7 @@ def test_merge_options_keeps_the_marker_last() -> None:
     assert merged.endswith("halt_on_error=1:atexit=0:atexit=1")
     # a plain run is judged by its outcome: it must not halt at a report
     assert "halt_on_error=0:suppress_equal_pcs=1" in merge_options(plain=True)
-    assert "halt_on_error=0:suppress_equal_pcs=0" in merge_options(recover=True)
+    assert "halt_on_error=0:suppress_equal_pcs=0" in merge_options(leaks=True)
 
 
 def test_merge_options_with_leaks_puts_detection_after_the_default() -> None:
