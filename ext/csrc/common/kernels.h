@@ -19,9 +19,10 @@ using Stream = CUstream_st*;  // ignored by the CPU kernels
   /* out[K, M] (float32) = RHT applied to 16-blocks of the rows of x^T; x bf16 [M, K]. */       \
   void rht_transpose(const TensorWrapper& x, const TensorWrapper& out,                          \
                      const QuantizationConfig& cfg, Stream stream);                            \
-  /* amax of RHT(x^T) without materialising it. */                                             \
-  void rht_amax(const TensorWrapper& x, const TensorWrapper& out, const QuantizationConfig& cfg, \
-                Stream stream);                                                                \
+  /* amax of RHT(x^T) into out, without materialising it; and amax(|x|) into out_x when */    \
+  /* out_x is not empty (the fused path: one read of x gives both). */                         \
+  void rht_amax(const TensorWrapper& x, const TensorWrapper& out, const TensorWrapper& out_x,  \
+                const QuantizationConfig& cfg, Stream stream);                                 \
   /* NVFP4 of one operand A = x (transpose=false) or x^T (transpose=true); x [M, K]. */        \
   void nvfp4_quantize(const TensorWrapper& x, bool transpose, const TensorWrapper& amax,        \
                       const TensorWrapper& data, const TensorWrapper& scale,                   \

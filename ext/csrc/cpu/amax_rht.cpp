@@ -44,12 +44,13 @@ void rht_transpose(const TensorWrapper& x, const TensorWrapper& out, const Quant
   for_each_rht(x, [&](size_t k, size_t m, float w) { o[k * M + m] = w; });
 }
 
-void rht_amax(const TensorWrapper& x, const TensorWrapper& out, const QuantizationConfig& cfg,
-              Stream) {
+void rht_amax(const TensorWrapper& x, const TensorWrapper& out, const TensorWrapper& out_x,
+              const QuantizationConfig& cfg, Stream stream) {
   if (noop_set(cfg)) return;
   float m = 0.0f;
   for_each_rht(x, [&](size_t, size_t, float w) { m = std::max(m, fabsf(w)); });
   *out.ptr<float>() = m;
+  if (!out_x.empty()) amax(x, out_x, TensorWrapper(), cfg, stream);
 }
 
 }  // namespace cpu

@@ -193,7 +193,8 @@ QEXT_HD uint32_t e2m1_mag_rn(float v) {
 
 // float_to_e2m1_sr, given r = bits of the float 2^23 + 256 * byte (sr_random_bits).
 // u * step(|v|) is formed exactly as (256 * byte) * (step * 2^-16), step read off the
-// binade of |v|, so t = |v| + u * step rounds exactly as in formats.h. Then
+// binade of |v|, and t = |v| + u * step is one fused multiply-add: the product is
+// exact, so fma rounds the same sum formats.h rounds. Then
 // min(floor(t / step(t)) * step(t), 6) is the E2M1 grid point at or below t, whose
 // code comes from the exponent and first mantissa bit of t (d = bits(t) >> 22 - 252):
 // d < 0 (t < 0.5) -> 0, d = 0 or 1 ([0.5, 1)) -> 1, else d (t < 8 after the clamp).
@@ -201,8 +202,7 @@ QEXT_HD uint32_t e2m1_mag_sr(float v, uint32_t r) {
   const float a = fminf(fabsf(v), 6.0f);
   const int binade = static_cast<int>(float_bits(a) & 0x7F800000u);
   const int step16 = imax(binade - 0x08800000, 0x37000000);  // step(a) * 2^-16
-  const float us = (bits_float(r) - 8388608.0f) * bits_float(static_cast<uint32_t>(step16));
-  const float t = a + us;
+  const float t = fmaf(bits_float(r) - 8388608.0f, bits_float(static_cast<uint32_t>(step16)), a);
   const int d = static_cast<int>(float_bits(t) >> 22) - 252;
   return static_cast<uint32_t>(imax((d >> 31) + 1, d));  // (d >> 31) + 1: 0 if d < 0, else 1
 }
@@ -211,9 +211,11 @@ QEXT_HD uint32_t e2m1_sign(float v) { return (float_bits(v) >> 28) & 8u; }
 QEXT_HD uint32_t e2m1_code_rn(float v) { return e2m1_mag_rn(v) | e2m1_sign(v); }
 QEXT_HD uint32_t e2m1_code_sr(float v, uint32_t r) { return e2m1_mag_sr(v, r) | e2m1_sign(v); }
 
-// Bits of the float 2^23 + 256 * byte, for random byte k (0..3) of word w.
-__device__ __forceinline__ uint32_t sr_random_bits(uint32_t w, int k) {
-  return __byte_perm(w, 0x4B000000u, 0x7504u | (k << 4));
+// Bits of the float 2^23 + 256 * byte, for random byte k (0..3) of word w. `magic` is
+// 0x4B000000, passed in a register (Nvfp4Consts::magic): with both operands constant
+// the compiler keeps the selector in a register and rebuilds it for every element.
+__device__ __forceinline__ uint32_t sr_random_bits(uint32_t w, int k, uint32_t magic) {
+  return __byte_perm(w, magic, 0x7504u | (k << 4));
 }
 
 // ---- E4M3 ----------------------------------------------------------------------
@@ -241,39 +243,74 @@ __device__ __forceinline__ float e4m3_positive_to_float(uint32_t b) {
 
 // ---- NVFP4 block ----------------------------------------------------------------
 
-struct Nvfp4Scales {
+// Per-tensor constants of one operand, made once per thread block (nvfp4_consts): the
+// encode scale, and the element multiplier m for every scale byte, since
+// m = min(1 / (float(s_b) * S_dec), FLT_MAX) depends only on s_b and S_dec. The table
+// turns two IEEE divisions per 16-block into one shared-memory load.
+struct Nvfp4Consts {
   float s_enc, s_dec;
+  uint32_t magic;   // 0x4B000000, see sr_random_bits
+  float mult[128];  // s_b is a non-negative E4M3 code: 0..0x7E
 };
-__device__ __forceinline__ Nvfp4Scales nvfp4_scales(const float* amax) {
-  Nvfp4Scales s;
-  s.s_enc = nvfp4_encode_scale(*amax);
-  s.s_dec = 1.0f / s.s_enc;
-  return s;
+
+// Fills c[0] and c[1] for the tensor amax at amax0 and amax1 (nullptr: that operand is
+// not produced). Every thread of the block calls it; it synchronises the block twice.
+__device__ __forceinline__ void nvfp4_consts(Nvfp4Consts (&c)[2], const float* amax0,
+                                             const float* amax1, int tid, int threads) {
+  if (tid < 2) {
+    const float* amax = tid == 0 ? amax0 : amax1;
+    if (amax != nullptr) {
+      c[tid].s_enc = nvfp4_encode_scale(*amax);
+      c[tid].s_dec = 1.0f / c[tid].s_enc;
+      c[tid].magic = 0x4B000000u;
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < 256; i += threads) {
+    const int which = i >> 7, b = i & 127;
+    if ((which == 0 ? amax0 : amax1) != nullptr) {
+      c[which].mult[b] = fminf(
+          1.0f / (e4m3_positive_to_float(static_cast<uint32_t>(b)) * c[which].s_dec), kFloatMax);
+    }
+  }
+  __syncthreads();
 }
 
 // Quantizes one 16-element block: returns the 8 packed bytes (element 2i in the low
 // nibble of byte i) and the E4M3 scale byte. `rnd` is used only with kSR.
 // Same arithmetic as nvfp4_block_scale / nvfp4_block_multiplier in formats.h; the
-// scale is non-negative, so its encode and decode take the branch-free forms above.
+// scale is non-negative, so its encode takes the branch-free form above.
 template <bool kSR>
-__device__ __forceinline__ uint2 nvfp4_block(const float (&v)[16], const Nvfp4Scales& sc,
+__device__ __forceinline__ uint2 nvfp4_block(const float (&v)[16], const Nvfp4Consts& c,
                                              const Philox4& rnd, uint32_t& scale_byte) {
   float bamax = 0.0f;
 #pragma unroll
   for (int e = 0; e < 16; ++e) bamax = fmaxf(bamax, fabsf(v[e]));
-  const uint32_t s_b = e4m3x2(fminf(bamax * sc.s_enc / kE2M1Max, kFloatMax), 0.0f) & 0xFFu;
-  const float m = fminf(1.0f / (e4m3_positive_to_float(s_b) * sc.s_dec), kFloatMax);
+  const uint32_t s_b = e4m3x2(fminf(bamax * c.s_enc / kE2M1Max, kFloatMax), 0.0f) & 0xFFu;
+  const float m = c.mult[s_b & 0x7Fu];
   scale_byte = s_b;
+  const uint32_t magic = c.magic;
   uint32_t packed[2] = {0u, 0u};
+  float x[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) {
-    const float x = v[e] * m;
-    const int sh = 4 * (e & 7);
+    x[e] = v[e] * m;
     const uint32_t mag =
-        kSR ? e2m1_mag_sr(x, sr_random_bits(rnd.w[e >> 2], e & 3)) : e2m1_mag_rn(x);
-    // Nibble e: magnitude in bits 0-2, the sign bit of x in bit 3.
-    packed[e >> 3] += mag << sh;
-    packed[e >> 3] |= (float_bits(x) >> (28 - sh)) & (8u << sh);
+        kSR ? e2m1_mag_sr(x[e], sr_random_bits(rnd.w[e >> 2], e & 3, magic)) : e2m1_mag_rn(x[e]);
+    packed[e >> 3] += mag << (4 * (e & 7));  // nibble e: the magnitude in bits 0-2
+  }
+  // Bit 3 of nibble e is the sign bit of x[e], the top bit of its byte 3: gathered four
+  // at a time (odd nibbles end a byte, even ones sit 4 bits lower).
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float* y = x + 8 * h;
+    const uint32_t odd = __byte_perm(__byte_perm(float_bits(y[1]), float_bits(y[3]), 0x0073u),
+                                     __byte_perm(float_bits(y[5]), float_bits(y[7]), 0x0073u),
+                                     0x5410u);
+    const uint32_t even = __byte_perm(__byte_perm(float_bits(y[0]), float_bits(y[2]), 0x0073u),
+                                      __byte_perm(float_bits(y[4]), float_bits(y[6]), 0x0073u),
+                                      0x5410u);
+    packed[h] |= (odd & 0x80808080u) | ((even >> 4) & 0x08080808u);
   }
   return make_uint2(packed[0], packed[1]);
 }

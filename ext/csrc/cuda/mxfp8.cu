@@ -2,6 +2,7 @@
 // 32 along M, both from one read of a 64x64 tile of x.
 //
 // Thread (warp w, lane l): minor = 8w + (l & 7), blk = l >> 3, as in nvfp4_tile.cuh.
+// A block walks kTilesPerBlock tiles along K, the next one's loads issued first.
 // A loader holds 16 elements of row `minor`; the 32-block is completed with lane
 // l ^ 8 (blk ^ 1). A column reader holds rows 16*blk.. of column `minor`, pairs with
 // lane l ^ 8 likewise, and writes its codes into a byte tile that is then stored row
@@ -18,6 +19,8 @@ using namespace cuda_detail;
 
 constexpr int kTile = 64;
 constexpr int kThreads = 256;
+constexpr int kTilesPerBlock = 2;  // along K
+constexpr int kMinBlocksPerSm = 4;  // caps registers at 64: half the warps resident
 
 struct Mxfp8Operand {
   uint8_t* data = nullptr;   // nullptr: direction not produced
@@ -59,9 +62,28 @@ __device__ __forceinline__ uint4 encode16(const float (&v)[16], int e) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// vec: x and both data buffers are 16-byte aligned.
+// Raw bits of row R0 + minor, columns C0 + 16 blk.. of x (zeros outside x); whether the
+// 16 elements are inside x.
 template <typename In>
-__global__ void __launch_bounds__(kThreads)
+__device__ __forceinline__ bool load_part(const typename In::storage* __restrict__ x, int64_t M,
+                                          int64_t K, int64_t R0, int64_t C0, int minor, int blk,
+                                          bool vec, Raw16<In>& raw) {
+  const int64_t r = R0 + minor, c = C0 + 16 * blk;
+  if (r < M && c < K) {
+    load_raw16<In>(x + r * K + c, vec, raw);
+    return true;
+  }
+#pragma unroll
+  for (int i = 0; i < Raw16<In>::kWords; ++i) raw.q[i] = make_uint4(0u, 0u, 0u, 0u);
+  return false;
+}
+
+// vec: x and both data buffers are 16-byte aligned. Each block quantizes kTilesPerBlock
+// tiles along K, loading the next tile's part before it works on the current one, so
+// that every thread keeps a load in flight while it computes (the kernel is bound by
+// memory latency, not by instructions).
+template <typename In>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     mxfp8_tile_kernel(const typename In::storage* __restrict__ x, int64_t M, int64_t K,
                       int64_t first_tile_row, bool vec, Mxfp8Operand row, Mxfp8Operand col,
                       const float* noop) {
@@ -69,28 +91,85 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(16) float tile[kTile * kTile];
   __shared__ __align__(16) uint8_t codes[kTile * kTile];
   const int64_t R0 = (first_tile_row + blockIdx.y) * kTile;
-  const int64_t C0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t C0first = static_cast<int64_t>(blockIdx.x) * kTilesPerBlock * kTile;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int minor = warp * 8 + (lane & 7);
   const int blk = lane >> 3;
 
-  {  // loader and rowwise
-    const int64_t r = R0 + minor, c = C0 + 16 * blk;
-    const bool valid = r < M && c < K;
-    float v[16];
-    if (valid) {
-      Raw16<In> raw;
-      load_raw16<In>(x + r * K + c, vec, raw);
-      raw_to_float<In>(raw, v);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 16; ++e) v[e] = 0.0f;
+  Raw16<In> next;
+  bool next_valid = load_part<In>(x, M, K, R0, C0first, minor, blk, vec, next);
+#pragma unroll 1
+  for (int t = 0; t < kTilesPerBlock; ++t) {
+    const int64_t C0 = C0first + t * kTile;
+    if (C0 >= K) break;  // the same for the whole block
+    const Raw16<In> raw = next;
+    const bool valid = next_valid;
+    if (t + 1 < kTilesPerBlock && C0 + kTile < K) {
+      next_valid = load_part<In>(x, M, K, R0, C0 + kTile, minor, blk, vec, next);
     }
-    if (row.data != nullptr) {
+
+    {  // loader and rowwise
+      const int64_t r = R0 + minor, c = C0 + 16 * blk;
+      float v[16];
+      raw_to_float<In>(raw, v);
+      if (row.data != nullptr) {
+        const int e = block_exponent(v);
+        if (valid) {
+          const uint4 q = encode16(v, e);
+          uint8_t* dst = row.data + r * K + c;
+          if (vec) {
+            *reinterpret_cast<uint4*>(dst) = q;
+          } else {
+            const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int b = 0; b < 16; ++b) dst[b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
+          }
+          if ((blk & 1) == 0) {
+            const int64_t j = c / kMxfp8Block;
+            row.scale[row.swizzled ? static_cast<int64_t>(swizzle_offset(r, j, row.swizzle_cols))
+                                   : r * row.scale_cols + j] = static_cast<uint8_t>(e + 127);
+          }
+        }
+      }
+      if (col.data == nullptr) continue;  // the same for the whole block: no barrier skipped
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        *reinterpret_cast<float4*>(&tile[ftile_index(minor, 16 * blk + 4 * q)]) =
+            make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+      }
+    }
+    // Also orders the previous tile's reads of `codes` before this tile's writes.
+    __syncthreads();
+
+    {  // column reader: column k, rows m..m+15 (half of the 32-block with lane ^ 8)
+      const int64_t k = C0 + minor, m = R0 + 16 * blk;
+      float v[16];
+#pragma unroll
+      for (int j = 0; j < 16; ++j) v[j] = tile[ftile_index(16 * blk + j, minor)];
       const int e = block_exponent(v);
-      if (valid) {
+      if (k < K && m < M) {
         const uint4 q = encode16(v, e);
-        uint8_t* dst = row.data + r * K + c;
+        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          codes[btile_index(16 * blk + j, minor)] = static_cast<uint8_t>(w[j / 4] >> (8 * (j % 4)));
+        }
+        if ((blk & 1) == 0) {
+          const int64_t i = m / kMxfp8Block;
+          col.scale[col.swizzled ? static_cast<int64_t>(swizzle_offset(k, i, col.swizzle_cols))
+                                 : i * col.scale_cols + k] = static_cast<uint8_t>(e + 127);
+        }
+      }
+    }
+    // Also orders this tile's reads of `tile` before the next tile's writes.
+    __syncthreads();
+
+    {  // columnwise data, row by row: thread -> row rr of the tile, 16-byte chunk cq
+      const int rr = warp * 8 + (lane >> 2), cq = lane & 3;
+      const int64_t r = R0 + rr, c = C0 + 16 * cq;
+      if (r < M && c < K) {  // K % 32 == 0: a chunk is inside x when its start is
+        const uint4 q = *reinterpret_cast<const uint4*>(&codes[btile_index(rr, 16 * cq)]);
+        uint8_t* dst = col.data + r * K + c;
         if (vec) {
           *reinterpret_cast<uint4*>(dst) = q;
         } else {
@@ -98,56 +177,6 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int b = 0; b < 16; ++b) dst[b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
         }
-        if ((blk & 1) == 0) {
-          const int64_t j = c / kMxfp8Block;
-          row.scale[row.swizzled ? static_cast<int64_t>(swizzle_offset(r, j, row.swizzle_cols))
-                                 : r * row.scale_cols + j] = static_cast<uint8_t>(e + 127);
-        }
-      }
-    }
-    if (col.data == nullptr) return;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      *reinterpret_cast<float4*>(&tile[ftile_index(minor, 16 * blk + 4 * q)]) =
-          make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
-    }
-  }
-  __syncthreads();
-
-  {  // column reader: column k, rows m..m+15 (half of the 32-block with lane ^ 8)
-    const int64_t k = C0 + minor, m = R0 + 16 * blk;
-    float v[16];
-#pragma unroll
-    for (int j = 0; j < 16; ++j) v[j] = tile[ftile_index(16 * blk + j, minor)];
-    const int e = block_exponent(v);
-    if (k < K && m < M) {
-      const uint4 q = encode16(v, e);
-      const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        codes[btile_index(16 * blk + j, minor)] = static_cast<uint8_t>(w[j / 4] >> (8 * (j % 4)));
-      }
-      if ((blk & 1) == 0) {
-        const int64_t i = m / kMxfp8Block;
-        col.scale[col.swizzled ? static_cast<int64_t>(swizzle_offset(k, i, col.swizzle_cols))
-                               : i * col.scale_cols + k] = static_cast<uint8_t>(e + 127);
-      }
-    }
-  }
-  __syncthreads();
-
-  {  // columnwise data, row by row: thread -> row rr of the tile, 16-byte chunk cq
-    const int rr = warp * 8 + (lane >> 2), cq = lane & 3;
-    const int64_t r = R0 + rr, c = C0 + 16 * cq;
-    if (r < M && c < K) {  // K % 32 == 0: a chunk is inside x when its start is
-      const uint4 q = *reinterpret_cast<const uint4*>(&codes[btile_index(rr, 16 * cq)]);
-      uint8_t* dst = col.data + r * K + c;
-      if (vec) {
-        *reinterpret_cast<uint4*>(dst) = q;
-      } else {
-        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int b = 0; b < 16; ++b) dst[b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
       }
     }
   }
@@ -180,6 +209,7 @@ void mxfp8_quantize(const TensorWrapper& x, const TensorWrapper& data_r,
   if (row.data == nullptr && col.data == nullptr) return;
   const int64_t tiles_m = (M + kTile - 1) / kTile, tiles_k = (K + kTile - 1) / kTile;
   if (tiles_m == 0 || tiles_k == 0) return;
+  const int64_t blocks_k = (tiles_k + kTilesPerBlock - 1) / kTilesPerBlock;
   dispatch_input(x.dtype(), [&](auto in) {
     using In = decltype(in);
     const typename In::storage* p = x.ptr<const typename In::storage>();
@@ -189,7 +219,7 @@ void mxfp8_quantize(const TensorWrapper& x, const TensorWrapper& data_r,
     constexpr int64_t kBand = 65535;
     for (int64_t first = 0; first < tiles_m; first += kBand) {
       const int64_t n = tiles_m - first < kBand ? tiles_m - first : kBand;
-      const dim3 grid(static_cast<unsigned>(tiles_k), static_cast<unsigned>(n));
+      const dim3 grid(static_cast<unsigned>(blocks_k), static_cast<unsigned>(n));
       mxfp8_tile_kernel<In><<<grid, kThreads, 0, stream>>>(p, M, K, first, vec, row, col,
                                                            noop_ptr(cfg));
     }

@@ -65,9 +65,9 @@ __device__ __forceinline__ int tile_index(int r, int c) {
 // Quantizes block j of row i of operand op ([R, cols]) from v and stores its 8 data
 // bytes; returns the scale byte.
 template <bool kSR>
-__device__ __forceinline__ uint32_t quantize_store(const Nvfp4Operand& op, int64_t i, int64_t j,
-                                                   int64_t cols, const float (&v)[16]) {
-  const Nvfp4Scales sc = nvfp4_scales(op.amax);
+__device__ __forceinline__ uint32_t quantize_store(const Nvfp4Operand& op, const Nvfp4Consts& c,
+                                                   int64_t i, int64_t j, int64_t cols,
+                                                   const float (&v)[16]) {
   Philox4 rnd{};
   if (kSR) {
     const RngState s = load_rng(op.rng);
@@ -75,7 +75,7 @@ __device__ __forceinline__ uint32_t quantize_store(const Nvfp4Operand& op, int64
     rnd = philox4x32_10(s.seed, s.offset, item);
   }
   uint32_t sb;
-  const uint2 d = nvfp4_block<kSR>(v, sc, rnd, sb);
+  const uint2 d = nvfp4_block<kSR>(v, c, rnd, sb);
   uint8_t* dst = op.data + i * (cols / 2) + j * 8;
   if (op.data_vec) {
     *reinterpret_cast<uint2*>(dst) = d;
@@ -119,6 +119,9 @@ __global__ void __launch_bounds__(kTileThreads)
   const bool do_col = col.data != nullptr && !noop_set(col.noop);
   if (!do_row && !do_col) return;
   __shared__ __align__(16) float tile[kTile * kTile];
+  __shared__ Nvfp4Consts consts[2];  // rowwise, columnwise
+  nvfp4_consts(consts, do_row ? row.amax : nullptr, do_col ? col.amax : nullptr, threadIdx.x,
+               kTileThreads);
 
   // Grid (tiles along K, tile rows from first_tile_row), walked backwards: the amax
   // pass that precedes this kernel ended at the end of x, most likely still in L2.
@@ -141,7 +144,7 @@ __global__ void __launch_bounds__(kTileThreads)
       for (int e = 0; e < 16; ++e) v[e] = 0.0f;
     }
     if (do_row) {
-      const uint32_t sb = valid ? quantize_store<kSrRow>(row, r, c / 16, K, v) : 0u;
+      const uint32_t sb = valid ? quantize_store<kSrRow>(row, consts[0], r, c / 16, K, v) : 0u;
       store_scales4(row, r, C0 / 16, sb, blk, valid, r < M && C0 + kTile <= K);
     }
     if (do_col) {
@@ -158,18 +161,22 @@ __global__ void __launch_bounds__(kTileThreads)
   {  // column reader: row k = C0 + minor of x^T, its block starting at column m
     const int64_t k = C0 + minor, m = R0 + 16 * blk;
     const bool valid = k < K && m < M;
+    // tile_index(16 blk + j, minor), with the row's swizzle split into its per-thread
+    // part (blk) and its per-element part (j): 8 distinct column offsets, the rest immediates.
+    const float* base = &tile[16 * blk * kTile];
+    const int cb = minor ^ (blk << 3);
     float v[16];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) v[j] = tile[tile_index(16 * blk + j, minor)];
+    for (int j = 0; j < 16; ++j) v[j] = base[j * kTile + (cb ^ ((j & 7) << 2))];
     uint32_t sb = 0;
     if (valid) {
       if (kRhtCol) {
         float w[16];
 #pragma unroll
         for (int i = 0; i < 16; ++i) w[i] = rht_row(v, i);
-        sb = quantize_store<kSrCol>(col, k, m / 16, M, w);
+        sb = quantize_store<kSrCol>(col, consts[1], k, m / 16, M, w);
       } else {
-        sb = quantize_store<kSrCol>(col, k, m / 16, M, v);
+        sb = quantize_store<kSrCol>(col, consts[1], k, m / 16, M, v);
       }
     }
     store_scales4(col, k, R0 / 16, sb, blk, valid, k < K && R0 + kTile <= M);

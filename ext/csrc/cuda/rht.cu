@@ -52,22 +52,31 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename In>
+// kPlain: also amax(|x|) into out_x, from the same loads (the fused path's rowwise amax).
+template <typename In, bool kPlain>
 __global__ void __launch_bounds__(kThreads)
     rht_amax_kernel(const typename In::storage* __restrict__ x, int64_t M, int64_t K, float* out,
-                    const float* noop) {
+                    float* out_x, const float* noop) {
   if (noop_set(noop)) return;
   const int64_t blocks = K * (M / 16);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  float m = 0.0f;
+  float m = 0.0f, mx = 0.0f;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; idx < blocks;
        idx += stride) {
     float v[16];
     load_column_block<In>(x, K, idx % K, idx / K, v);
 #pragma unroll
     for (int i = 0; i < 16; ++i) m = fmaxf(m, fabsf(rht_row(v, i)));
+    if (kPlain) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) mx = fmaxf(mx, fabsf(v[j]));
+    }
   }
   block_max_to<kThreads>(m, out, nullptr);
+  if (kPlain) {
+    __syncthreads();  // block_max_to's partials are reused
+    block_max_to<kThreads>(mx, out_x, nullptr);
+  }
 }
 
 }  // namespace
@@ -86,18 +95,25 @@ void rht_transpose(const TensorWrapper& x, const TensorWrapper& out, const Quant
   });
 }
 
-void rht_amax(const TensorWrapper& x, const TensorWrapper& out, const QuantizationConfig& cfg,
-              Stream stream) {
+void rht_amax(const TensorWrapper& x, const TensorWrapper& out, const TensorWrapper& out_x,
+              const QuantizationConfig& cfg, Stream stream) {
   const Dims d = dims2d(x);
   float* o = out.ptr<float>();
-  amax_init_kernel<<<1, 1, 0, stream>>>(o, nullptr, noop_ptr(cfg));
+  float* ox = out_x.empty() ? nullptr : out_x.ptr<float>();
+  amax_init_kernel<<<1, 1, 0, stream>>>(o, ox, noop_ptr(cfg));
   const int64_t blocks = d.cols * (d.rows / 16);
   if (blocks == 0) return;
   const unsigned grid = grid_for(blocks, kThreads, sm_count() * kBlocksPerSm);
   dispatch_input(x.dtype(), [&](auto in) {
     using In = decltype(in);
-    rht_amax_kernel<In><<<grid, kThreads, 0, stream>>>(x.ptr<const typename In::storage>(),
-                                                        d.rows, d.cols, o, noop_ptr(cfg));
+    const auto* p = x.ptr<const typename In::storage>();
+    if (ox != nullptr) {
+      rht_amax_kernel<In, true><<<grid, kThreads, 0, stream>>>(p, d.rows, d.cols, o, ox,
+                                                               noop_ptr(cfg));
+    } else {
+      rht_amax_kernel<In, false><<<grid, kThreads, 0, stream>>>(p, d.rows, d.cols, o, nullptr,
+                                                                noop_ptr(cfg));
+    }
   });
 }
 

@@ -83,18 +83,17 @@ void quantize_nvfp4_impl(const at::Tensor& input, const NVFP4Options& opt, Quant
   // amax, per direction. With RHT the columnwise amax is that of RHT(x^T).
   const TensorWrapper row_amax = wrap(out.rowwise_amax), col_amax = wrap(out.columnwise_amax);
   at::Tensor rht_t;  // owner of the unfused path's RHT(x^T): read by the columnwise kernel
-  if (opt.rowwise || !rht) {
+  if (fused) {
+    // One read of x for both: amax(RHT(x^T)) and the rowwise amax(x).
+    QEXT_DISPATCH(dev, rht_amax, xw, col_amax, row_amax, base);
+  } else if (opt.rowwise || !rht) {
     QEXT_DISPATCH(dev, amax, xw, opt.rowwise ? row_amax : col_amax,
                   opt.rowwise && opt.columnwise && !rht ? col_amax : TensorWrapper(), base);
   }
-  if (rht) {
-    if (fused) {
-      QEXT_DISPATCH(dev, rht_amax, xw, col_amax, base);
-    } else {
-      rht_t = at::empty({K, M}, x.options().dtype(at::kFloat));
-      QEXT_DISPATCH(dev, rht_transpose, xw, wrap(rht_t), base);
-      QEXT_DISPATCH(dev, amax, wrap(rht_t), col_amax, TensorWrapper(), base);
-    }
+  if (rht && !fused) {
+    rht_t = at::empty({K, M}, x.options().dtype(at::kFloat));
+    QEXT_DISPATCH(dev, rht_transpose, xw, wrap(rht_t), base);
+    QEXT_DISPATCH(dev, amax, wrap(rht_t), col_amax, TensorWrapper(), base);
   }
 
   // RNG states. The configs hold only non-owning wrappers: these owners are
