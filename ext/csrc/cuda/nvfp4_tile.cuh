@@ -20,6 +20,7 @@ namespace cuda_detail {
 
 constexpr int kTile = 64;
 constexpr int kTileThreads = 256;
+constexpr int kTileMinBlocks = 4;  // caps registers at 64 per thread
 
 // One output operand [R, C] of the tile kernel; data == nullptr: not produced.
 struct Nvfp4Operand {
@@ -63,16 +64,15 @@ __device__ __forceinline__ int tile_index(int r, int c) {
 }
 
 // Quantizes block j of row i of operand op ([R, cols]) from v and stores its 8 data
-// bytes; returns the scale byte.
+// bytes; returns the scale byte. `rng`: the operand's state, loaded once per thread.
 template <bool kSR>
 __device__ __forceinline__ uint32_t quantize_store(const Nvfp4Operand& op, const Nvfp4Consts& c,
-                                                   int64_t i, int64_t j, int64_t cols,
-                                                   const float (&v)[16]) {
+                                                   const RngState& rng, int64_t i, int64_t j,
+                                                   int64_t cols, const float (&v)[16]) {
   Philox4 rnd{};
   if (kSR) {
-    const RngState s = load_rng(op.rng);
     const uint64_t item = op.item_base + static_cast<uint64_t>(i * (cols / 16) + j);
-    rnd = philox4x32_10(s.seed, s.offset, item);
+    rnd = philox4x32_10(rng.seed, rng.offset, item);
   }
   uint32_t sb;
   const uint2 d = nvfp4_block<kSR>(v, c, rnd, sb);
@@ -109,12 +109,43 @@ __device__ __forceinline__ void store_scales4(const Nvfp4Operand& op, int64_t i,
   }
 }
 
+// Raw bits of row R0 + minor, columns C0 + 16 blk.. of x (zeros outside x); whether the
+// 16 elements are inside x (M % 16 == K % 16 == 0: a block is all in or all out).
+template <typename In>
+__device__ __forceinline__ bool load_part(const typename In::storage* __restrict__ x, int64_t M,
+                                          int64_t K, int64_t R0, int64_t C0, int minor, int blk,
+                                          bool vec, Raw16<In>& raw) {
+  const int64_t r = R0 + minor, c = C0 + 16 * blk;
+  if (r < M && c < K) {
+    load_raw16<In>(x + r * K + c, vec, raw);
+    return true;
+  }
+#pragma unroll
+  for (int i = 0; i < Raw16<In>::kWords; ++i) raw.q[i] = make_uint4(0u, 0u, 0u, 0u);
+  return false;
+}
+
+// Tile number t (0 .. tiles - 1) of a persistent block's walk -> its first row and column.
+// The walk goes backwards through x: the amax pass that precedes this kernel ended at the
+// end of x, most likely still in L2.
+struct TileOrigin {
+  int64_t R0, C0;
+};
+__device__ __forceinline__ TileOrigin tile_origin(uint32_t t, uint32_t tiles, uint32_t tiles_k) {
+  const uint32_t idx = tiles - 1 - t;
+  return TileOrigin{static_cast<int64_t>(idx / tiles_k) * kTile,
+                    static_cast<int64_t>(idx % tiles_k) * kTile};
+}
+
 // row: operand x [M, K]; col: operand x^T [K, M] (RHT(x^T) with kRhtCol). vec: x is
-// 16-byte aligned.
+// 16-byte aligned. A persistent block: the per-tensor constants, the RNG states and the
+// noop flags are read once, then the block walks tiles blockIdx.x, + gridDim.x, ...,
+// each thread loading its part of the next tile before it quantizes the current one.
 template <typename In, bool kSrRow, bool kSrCol, bool kRhtCol>
-__global__ void __launch_bounds__(kTileThreads)
+__global__ void __launch_bounds__(kTileThreads, kTileMinBlocks)
     nvfp4_tile_kernel(const typename In::storage* __restrict__ x, int64_t M, int64_t K,
-                      int64_t first_tile_row, bool vec, Nvfp4Operand row, Nvfp4Operand col) {
+                      uint32_t tiles_k, uint32_t tiles, bool vec, Nvfp4Operand row,
+                      Nvfp4Operand col) {
   const bool do_row = row.data != nullptr && !noop_set(row.noop);
   const bool do_col = col.data != nullptr && !noop_set(col.noop);
   if (!do_row && !do_col) return;
@@ -122,65 +153,86 @@ __global__ void __launch_bounds__(kTileThreads)
   __shared__ Nvfp4Consts consts[2];  // rowwise, columnwise
   nvfp4_consts(consts, do_row ? row.amax : nullptr, do_col ? col.amax : nullptr, threadIdx.x,
                kTileThreads);
+  const RngState rng_row = kSrRow ? load_rng(row.rng) : RngState{};
+  const RngState rng_col = kSrCol ? load_rng(col.rng) : RngState{};
 
-  // Grid (tiles along K, tile rows from first_tile_row), walked backwards: the amax
-  // pass that precedes this kernel ended at the end of x, most likely still in L2.
-  const int64_t R0 = (first_tile_row + gridDim.y - 1 - blockIdx.y) * kTile;
-  const int64_t C0 = static_cast<int64_t>(gridDim.x - 1 - blockIdx.x) * kTile;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int minor = warp * 8 + (lane & 7);
   const int blk = lane >> 3;
+  // Column reads: tile_index(16 blk + j, minor), the row's swizzle split into its
+  // per-thread part (blk) and its per-element part (j): 8 distinct column offsets.
+  const float* col_base = &tile[16 * blk * kTile];
+  const int cb = minor ^ (blk << 3);
 
-  {  // loader: row R0 + minor, columns C0 + 16 blk ..; rowwise block from registers
-    const int64_t r = R0 + minor, c = C0 + 16 * blk;
-    const bool valid = r < M && c < K;
-    float v[16];
-    if (valid) {
-      Raw16<In> raw;
-      load_raw16<In>(x + r * K + c, vec, raw);
+  uint32_t t = blockIdx.x;
+  if (t >= tiles) return;
+  TileOrigin o = tile_origin(t, tiles, tiles_k);
+  Raw16<In> next;
+  bool next_valid = load_part<In>(x, M, K, o.R0, o.C0, minor, blk, vec, next);
+#pragma unroll 1
+  for (; t < tiles; t += gridDim.x) {
+    const int64_t R0 = o.R0, C0 = o.C0;
+    const Raw16<In> raw = next;
+    const bool valid = next_valid;
+    if (t + gridDim.x < tiles) {
+      o = tile_origin(t + gridDim.x, tiles, tiles_k);
+      next_valid = load_part<In>(x, M, K, o.R0, o.C0, minor, blk, vec, next);
+    }
+
+    {  // loader: row R0 + minor, columns C0 + 16 blk ..; rowwise block from registers
+      const int64_t r = R0 + minor, c = C0 + 16 * blk;
+      float v[16];
       raw_to_float<In>(raw, v);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 16; ++e) v[e] = 0.0f;
-    }
-    if (do_row) {
-      const uint32_t sb = valid ? quantize_store<kSrRow>(row, consts[0], r, c / 16, K, v) : 0u;
-      store_scales4(row, r, C0 / 16, sb, blk, valid, r < M && C0 + kTile <= K);
-    }
-    if (do_col) {
+      if (do_row) {
+        const uint32_t sb =
+            valid ? quantize_store<kSrRow>(row, consts[0], rng_row, r, c / 16, K, v) : 0u;
+        store_scales4(row, r, C0 / 16, sb, blk, valid, r < M && C0 + kTile <= K);
+      }
+      if (!do_col) continue;  // the same for the whole block: no barrier skipped
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         *reinterpret_cast<float4*>(&tile[tile_index(minor, 16 * blk + 4 * q)]) =
             make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
       }
     }
-  }
-  if (!do_col) return;
-  __syncthreads();
+    __syncthreads();
 
-  {  // column reader: row k = C0 + minor of x^T, its block starting at column m
-    const int64_t k = C0 + minor, m = R0 + 16 * blk;
-    const bool valid = k < K && m < M;
-    // tile_index(16 blk + j, minor), with the row's swizzle split into its per-thread
-    // part (blk) and its per-element part (j): 8 distinct column offsets, the rest immediates.
-    const float* base = &tile[16 * blk * kTile];
-    const int cb = minor ^ (blk << 3);
-    float v[16];
+    {  // column reader: row k = C0 + minor of x^T, its block starting at column m
+      const int64_t k = C0 + minor, m = R0 + 16 * blk;
+      const bool cvalid = k < K && m < M;
+      float v[16];
 #pragma unroll
-    for (int j = 0; j < 16; ++j) v[j] = base[j * kTile + (cb ^ ((j & 7) << 2))];
-    uint32_t sb = 0;
-    if (valid) {
-      if (kRhtCol) {
-        float w[16];
+      for (int j = 0; j < 16; ++j) v[j] = col_base[j * kTile + (cb ^ ((j & 7) << 2))];
+      uint32_t sb = 0;
+      if (cvalid) {
+        if (kRhtCol) {
+          float w[16];
 #pragma unroll
-        for (int i = 0; i < 16; ++i) w[i] = rht_row(v, i);
-        sb = quantize_store<kSrCol>(col, consts[1], k, m / 16, M, w);
-      } else {
-        sb = quantize_store<kSrCol>(col, consts[1], k, m / 16, M, v);
+          for (int i = 0; i < 16; ++i) w[i] = rht_row(v, i);
+          sb = quantize_store<kSrCol>(col, consts[1], rng_col, k, m / 16, M, w);
+        } else {
+          sb = quantize_store<kSrCol>(col, consts[1], rng_col, k, m / 16, M, v);
+        }
       }
+      store_scales4(col, k, R0 / 16, sb, blk, cvalid, k < K && R0 + kTile <= M);
     }
-    store_scales4(col, k, R0 / 16, sb, blk, valid, k < K && R0 + kTile <= M);
+    __syncthreads();  // the next tile's loaders overwrite `tile`
   }
+}
+
+// Blocks of the persistent tile kernel: as many as fit on the device at once (at most
+// one per tile).
+template <typename Kernel>
+unsigned tile_blocks(Kernel kernel, int64_t tiles) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kTileThreads, 0) !=
+          cudaSuccess ||
+      per_sm <= 0) {
+    cudaGetLastError();  // leave no sticky error for the caller's launch check
+    per_sm = kTileMinBlocks;
+  }
+  const int64_t most = static_cast<int64_t>(sm_count()) * per_sm;
+  return static_cast<unsigned>(tiles < most ? tiles : most);
 }
 
 // Launches the tile kernel over x [M, K] (M % 16 == K % 16 == 0) for the operands
@@ -190,6 +242,9 @@ void launch_nvfp4_tiles(const typename In::storage* x, int64_t M, int64_t K,
                         const Nvfp4Operand& row, const Nvfp4Operand& col, cudaStream_t stream) {
   const int64_t tiles_m = (M + kTile - 1) / kTile, tiles_k = (K + kTile - 1) / kTile;
   if (tiles_m == 0 || tiles_k == 0 || (row.data == nullptr && col.data == nullptr)) return;
+  // Tile numbers are 32-bit: 2^32 tiles of 64 x 64 would be 16 Ti elements.
+  const int64_t tiles = tiles_m * tiles_k;
+  if (tiles > static_cast<int64_t>(UINT32_MAX)) return;
   const bool vec = is_aligned(x, 16);
   const bool sr_r = row.data != nullptr && row.rng != nullptr;
   const bool sr_c = col.data != nullptr && col.rng != nullptr;
@@ -197,13 +252,8 @@ void launch_nvfp4_tiles(const typename In::storage* x, int64_t M, int64_t K,
   if (sr_r && sr_c) kernel = nvfp4_tile_kernel<In, true, true, kRhtCol>;
   else if (sr_r) kernel = nvfp4_tile_kernel<In, true, false, kRhtCol>;
   else if (sr_c) kernel = nvfp4_tile_kernel<In, false, true, kRhtCol>;
-  // gridDim.y is at most 65535: taller inputs go in bands of tile rows, last band first.
-  constexpr int64_t kBand = 65535;
-  for (int64_t first = ((tiles_m - 1) / kBand) * kBand; first >= 0; first -= kBand) {
-    const int64_t n = tiles_m - first < kBand ? tiles_m - first : kBand;
-    const dim3 grid(static_cast<unsigned>(tiles_k), static_cast<unsigned>(n));
-    kernel<<<grid, kTileThreads, 0, stream>>>(x, M, K, first, vec, row, col);
-  }
+  kernel<<<tile_blocks(kernel, tiles), kTileThreads, 0, stream>>>(
+      x, M, K, static_cast<uint32_t>(tiles_k), static_cast<uint32_t>(tiles), vec, row, col);
 }
 
 }  // namespace cuda_detail
