@@ -171,6 +171,23 @@ __device__ __forceinline__ void raw_to_float(const Raw16<In>& r, float (&v)[16])
   }
 }
 
+// Raw bits of row R0 + minor, columns C0 + 16 blk.. of x [M, K] (zeros outside x), the
+// part of a 64 x 64 tile one thread of the tile kernels loads; whether the 16 elements
+// are inside x (K % 16 == 0: a part is all in or all out).
+template <typename In>
+__device__ __forceinline__ bool load_part(const typename In::storage* __restrict__ x, int64_t M,
+                                          int64_t K, int64_t R0, int64_t C0, int minor, int blk,
+                                          bool vec, Raw16<In>& raw) {
+  const int64_t r = R0 + minor, c = C0 + 16 * blk;
+  if (r < M && c < K) {
+    load_raw16<In>(x + r * K + c, vec, raw);
+    return true;
+  }
+#pragma unroll
+  for (int i = 0; i < Raw16<In>::kWords; ++i) raw.q[i] = make_uint4(0u, 0u, 0u, 0u);
+  return false;
+}
+
 // ---- E2M1 codes on the hot path ----------------------------------------------
 // The magnitude code (0..7) of v = element * multiplier; the sign goes in bit 3 (see
 // e2m1_code_*). v is the result of an fp32 multiply: on the GPU a NaN there is the

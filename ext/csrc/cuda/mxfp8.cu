@@ -62,22 +62,6 @@ __device__ __forceinline__ uint4 encode16(const float (&v)[16], int e) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// Raw bits of row R0 + minor, columns C0 + 16 blk.. of x (zeros outside x); whether the
-// 16 elements are inside x.
-template <typename In>
-__device__ __forceinline__ bool load_part(const typename In::storage* __restrict__ x, int64_t M,
-                                          int64_t K, int64_t R0, int64_t C0, int minor, int blk,
-                                          bool vec, Raw16<In>& raw) {
-  const int64_t r = R0 + minor, c = C0 + 16 * blk;
-  if (r < M && c < K) {
-    load_raw16<In>(x + r * K + c, vec, raw);
-    return true;
-  }
-#pragma unroll
-  for (int i = 0; i < Raw16<In>::kWords; ++i) raw.q[i] = make_uint4(0u, 0u, 0u, 0u);
-  return false;
-}
-
 // vec: x and both data buffers are 16-byte aligned. Each block quantizes kTilesPerBlock
 // tiles along K, loading the next tile's part before it works on the current one, so
 // that every thread keeps a load in flight while it computes (the kernel is bound by

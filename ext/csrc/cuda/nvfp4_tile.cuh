@@ -109,22 +109,6 @@ __device__ __forceinline__ void store_scales4(const Nvfp4Operand& op, int64_t i,
   }
 }
 
-// Raw bits of row R0 + minor, columns C0 + 16 blk.. of x (zeros outside x); whether the
-// 16 elements are inside x (M % 16 == K % 16 == 0: a block is all in or all out).
-template <typename In>
-__device__ __forceinline__ bool load_part(const typename In::storage* __restrict__ x, int64_t M,
-                                          int64_t K, int64_t R0, int64_t C0, int minor, int blk,
-                                          bool vec, Raw16<In>& raw) {
-  const int64_t r = R0 + minor, c = C0 + 16 * blk;
-  if (r < M && c < K) {
-    load_raw16<In>(x + r * K + c, vec, raw);
-    return true;
-  }
-#pragma unroll
-  for (int i = 0; i < Raw16<In>::kWords; ++i) raw.q[i] = make_uint4(0u, 0u, 0u, 0u);
-  return false;
-}
-
 // Tile number t (0 .. tiles - 1) of a persistent block's walk -> its first row and column.
 // The walk goes backwards through x: the amax pass that precedes this kernel ended at the
 // end of x, most likely still in L2.
