@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from orchestrator import proc
@@ -144,12 +145,22 @@ def probe(
     python: str = sys.executable,
     checkers: tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable] | None = None,
 ) -> Host:
-    """Probe this machine (a few seconds: it starts `python` once to ask torch)."""
-    sanitizer, asan = checkers if checkers is not None else probe_checkers()
-    facts = _torch(python)
+    """Probe this machine (a few seconds: it starts `python` once to ask torch). The
+    probes are independent child processes and run at once: every run of csorch waits
+    for the slowest of them (torch's import), not for their sum."""
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        checkers_f = pool.submit(probe_checkers) if checkers is None else None
+        torch_f = pool.submit(_torch, python)
+        driver_f = pool.submit(
+            _first_line, ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+        )
+        nvcc_f = pool.submit(_lines, ["nvcc", "--version"])
+        cc_f = pool.submit(_first_line, [os.environ.get("CC", "cc"), "--version"])
+        cxx_f = pool.submit(_first_line, [os.environ.get("CXX", "c++"), "--version"])
+        sanitizer, asan = checkers if checkers_f is None else checkers_f.result()
+        facts, driver, nvcc = torch_f.result(), driver_f.result(), nvcc_f.result()
+        cc, cxx = cc_f.result(), cxx_f.result()
     cs_version, cs_path = _tool(sanitizer)
-    driver = _first_line(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-    nvcc = _lines(["nvcc", "--version"])
     return Host(
         python=f"{platform.python_version()} ({python})",
         platform=platform.platform(),
@@ -159,8 +170,8 @@ def probe(
         capabilities=tuple(facts.get("capabilities", ())),  # type: ignore[arg-type]
         gpu_uuids=tuple(facts.get("uuids", ())),  # type: ignore[arg-type]
         driver=driver,
-        cc=_first_line([os.environ.get("CC", "cc"), "--version"]),
-        cxx=_first_line([os.environ.get("CXX", "c++"), "--version"]),
+        cc=cc,
+        cxx=cxx,
         nvcc=nvcc[-1] if nvcc else "",
         nvcc_release=nvcc_release(nvcc),
         compute_sanitizer=cs_version,
