@@ -28,7 +28,9 @@ EXAMPLES = 3
 
 
 @dataclass
-class _Group:
+class Group:
+    """One case and signature of a fold."""
+
     kept: int = 0  # examples kept
     last: int = -1  # the index of the last one in `Fold.kept`
     folded: int = 0  # records counted into it beyond its own count
@@ -41,20 +43,22 @@ class Fold:
     examples: int | None = EXAMPLES
     kept: list[Finding] = field(default_factory=list)
     total: int = 0  # records seen, folded ones included
-    _groups: dict[tuple[str, Signature], _Group] = field(default_factory=dict)
+    _groups: dict[tuple[str, Signature], Group] = field(default_factory=dict)
 
-    def full(self, case: str, sig: Signature) -> bool:
-        """Whether (case, sig) has its examples: a further record of it is only counted,
-        so its parser need not read it whole."""
+    def full(self, case: str, sig: Signature) -> Group | None:
+        """(case, sig)'s group when it has its examples (a further record of it is only
+        counted, so its parser need not read it whole: `count`), else None."""
         group = self._groups.get((case, sig))
-        return group is not None and self.examples is not None and group.kept >= self.examples
+        if group is None or self.examples is None or group.kept < self.examples:
+            return None
+        return group
 
     def add(self, finding: Finding, sig: Signature | None = None) -> None:
         """One parsed finding (`sig`: its signature, when the caller knows it already)."""
         key = (finding.case, sig if sig is not None else signature(finding))
         group = self._groups.get(key)
         if group is None:
-            group = self._groups[key] = _Group()
+            group = self._groups[key] = Group()
         self.total += finding.count
         if self.examples is None or group.kept < self.examples:
             group.kept += 1
@@ -63,9 +67,9 @@ class Fold:
         else:
             group.folded += finding.count
 
-    def count(self, case: str, sig: Signature, n: int = 1) -> None:
-        """`n` records of a (case, sig) that is `full`, counted without being parsed."""
-        self._groups[(case, sig)].folded += n
+    def count(self, group: Group, n: int = 1) -> None:
+        """`n` records of a group that is `full`, counted without being parsed."""
+        group.folded += n
         self.total += n
 
     def findings(self) -> tuple[Finding, ...]:

@@ -45,11 +45,12 @@ def test_cases_fold_apart_and_keep_their_exact_counts() -> None:
 def test_a_fold_tells_when_a_signature_has_its_examples_and_counts_without_a_finding() -> None:
     folder = fold.Fold(examples=2)
     sig = signature(READ)
-    assert not folder.full("", sig)
+    assert folder.full("", sig) is None
     folder.add(thread(READ, 0))
     folder.add(thread(READ, 1), sig)
-    assert folder.full("", sig) and not folder.full("t.py::a", sig)
-    folder.count("", sig, 40)
+    group = folder.full("", sig)
+    assert group is not None and folder.full("t.py::a", sig) is None
+    folder.count(group, 40)
     assert folder.total == 42 and [f.count for f in folder.findings()] == [1, 41]
 
 
