@@ -304,7 +304,7 @@ def parse(
     signature the first `examples` whole (None: all), the rest counted; a record whose
     signature has its examples is counted without being read (`cs_skim`)."""
     state = State(checker=checker, fold=fold.Fold(examples))
-    skimmer = cs_skim.Skimmer(prefix, DETAIL_DISPATCH, SAVED_ROW)
+    skimmer = cs_skim.Skimmer(prefix, HEADER_DISPATCH, DETAIL_DISPATCH, SAVED_ROW)
     # fast path: most of a memcheck log's bytes are host frames in this exact layout;
     # any other layout takes the general path, with the same result
     host_line = prefix + "         Host Frame:"

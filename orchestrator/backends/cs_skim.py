@@ -29,6 +29,8 @@ from typing import IO
 
 from orchestrator.backends.cs_dispatch import Dispatch
 from orchestrator.backends.cs_state import State
+from orchestrator.fold import Group
+from orchestrator.model import Checker
 
 #: characters read at a time from a file (one chunk is held in memory at a time)
 CHUNK = 1 << 20
@@ -109,30 +111,35 @@ def _cut(text: str, last: int, prefix: str) -> int:
 
 class Skimmer:
     """Counts a record whose signature has its examples without reading it whole.
-    `details` dispatches the grammar's detail lines; `saved` is the row of the line
-    after which a record's host frames come ("Saved host backtrace ...")."""
+    `headers` and `details` dispatch the grammar's header and detail lines; `saved` is
+    the row of the detail line after which a record's host frames come ("Saved host
+    backtrace ...")."""
 
-    def __init__(self, prefix: str, details: Dispatch, saved: int) -> None:
+    def __init__(self, prefix: str, headers: Dispatch, details: Dispatch, saved: int) -> None:
         self.prefix = prefix
         self.n = len(prefix)
+        self.headers = headers
         self.details = details
         self.saved = saved
         self.memo: dict[str, tuple] = {}  # a detail line -> its key item (() for none)
+        # a key -> (the case, its full fold group, checker, severity) to count it with
+        self.ready: dict[tuple, tuple[str, Group, Checker, str]] = {}
         p = re.escape(prefix)
-        # a bare prefix: "=========" or "========= " (it ends a record)
+        # a line that ends a record (`ends_record`, or fewer): a bare prefix, "=========" or
+        # "========= " (`bare`: a skimmed record's, stepped over with it), or a header
+        # as "========= ERROR SUMMARY: 1 error"; a line it misses is only not skimmed
         bare = rf"{p}(?:\r*| [^\S\n]*)(?:\n|\Z)"
-        # a line that ends a record (`ends_record`, or fewer: a bare prefix, or a header
-        # as "========= ERROR SUMMARY: 1 error"); a line it misses is only not skimmed
-        ends = rf"(?:{bare}|{p} \S)"
-        self.bare_re = re.compile(bare)
+        ends = rf"(?P<bare>{bare})|(?={p} \S)"
         self.ends_re = re.compile(ends)
+        # a header line: "========= Error: Potential RAW hazard detected at __shared__ ..."
+        self.header_re = re.compile(rf"{p} (\S[^\n]*)(?:\n|\Z)")
         # a record's lines after its header, up to its host backtrace or its end:
         #   "=========     at k()+0x10 in k.cu:3\n" ... (detail lines: `head`), then
         #   "=========     Saved host backtrace up to driver entry point ...\n" (`saved`), or
         #   a line that ends the record, or the chunk's end next
         self.head_re = re.compile(
             rf"(?P<head>(?:{p}  [^\S\n]*\S[^\n]*\n)*?)"
-            rf"(?:(?P<saved>{p}     Saved host backtrace[^\n]*)\n|(?={ends}|\Z))"
+            rf"(?:(?P<saved>{p}     Saved host backtrace[^\n]*)\n|{ends}|\Z)"
         )
         # after the saved line: the first line that is not a host frame
         # ("\n=========         Host Frame: cudaLaunchKernel [0x745b7] in libcudart.so.13"
@@ -144,19 +151,41 @@ class Skimmer:
     ) -> tuple[int, tuple | None]:
         """For a header line (its skim key `head`), before it is handled; its next line
         starts at `pos` of `text`. (where reading goes on, key): past the record when
-        its key's signature has its examples (the record counted, the header handled);
-        else -1 and the record's key (None when it cannot have one): read it whole."""
+        its key's signature has its examples (the record counted, the header handled),
+        and past the records right after it that are counted so too; else -1 and the
+        record's key (None when it cannot have one): read it whole."""
+        stop, key = self._record(state, text, pos, clean, head)
+        if stop < 0:
+            return stop, key
+        # a hazard report is a long run of such records: stay here while they last
+        while (h := self.header_re.match(text, stop)) is not None:
+            item = self.headers.key(h[1].strip())
+            if item is None:
+                break
+            after, _ = self._record(state, text, h.end(), clean, item)
+            if after < 0:
+                break  # `parse` reads that header again, the record whole
+            stop = after
+        return stop, key
+
+    def _record(
+        self, state: State, text: str, pos: int, clean: bool, head: tuple
+    ) -> tuple[int, tuple | None]:
+        """`skim` for one record."""
         m = self.head_re.match(text, pos)
         if m is None:  # a marker or the application's output inside it, or another layout
             return -1, None
         key = [head]
+        memo = self.memo
         for line in m["head"].split("\n")[:-1]:
-            item = self._item(line)
+            item = memo.get(line)
+            if item is None:
+                item = self._item(line)
             if item:
                 if item[0] == self.saved:  # a host backtrace in a layout not expected
                     return -1, None
                 key.append(item)
-        stop = m.end()
+        stop = m.end()  # past the record (and its bare prefix), or at the line ending it
         if m["saved"] is not None:
             if self._item(m["saved"])[:1] != (self.saved,):
                 return -1, None
@@ -164,14 +193,15 @@ class Skimmer:
         if stop < 0 or (stop >= len(text) and not clean):
             return -1, None  # the record may go on in the next chunk
         k = tuple(key)
-        known = state.signatures.get(k)
-        group = state.fold.full(state.case, known[0]) if known is not None else None
-        if group is None:
-            return -1, k
-        state.skip(group, known[1], known[2])  # type: ignore[index]
-        # a bare prefix after it closes nothing now: step over it too
-        bare = self.bare_re.match(text, stop)
-        return (bare.end() if bare is not None else stop), k
+        ready = self.ready.get(k)
+        if ready is None or ready[0] != state.case:
+            known = state.signatures.get(k)
+            group = state.fold.full(state.case, known[0]) if known is not None else None
+            if group is None:
+                return -1, k
+            ready = self.ready[k] = (state.case, group, known[1], known[2])  # type: ignore[index]
+        state.skip(*ready[1:])
+        return stop, k
 
     def _item(self, line: str) -> tuple:
         """A detail line's key item (`Dispatch.key`; () when no pattern matches it)."""
@@ -184,11 +214,12 @@ class Skimmer:
         return item
 
     def _after_host_frames(self, text: str, nl: int) -> int:
-        """The start of the line that ends the record whose host backtrace begins after
-        `nl` (len(text) at the chunk's end), or -1 when a line other than a host frame
-        comes first."""
+        """Where the record whose host backtrace begins after `nl` ends (past its bare
+        prefix, or at the header after it; len(text) at the chunk's end), or -1 when a
+        line other than a host frame comes first."""
         found = self.not_host_re.search(text, nl)
         q = found.start() + 1 if found is not None else len(text)
         if q >= len(text):
             return len(text)
-        return q if self.ends_re.match(text, q) else -1
+        end = self.ends_re.match(text, q)
+        return -1 if end is None else end.end()
