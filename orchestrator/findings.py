@@ -108,7 +108,7 @@ def fingerprint(sig: Signature) -> str:
 @dataclass(frozen=True)
 class SignatureCount(Record):
     signature: Signature
-    count: int
+    count: int  # records, folded ones included
     fingerprint: str
     example: Finding  # the first finding seen with this signature
     suppressed: int = 0  # of `count`, findings a suppression (or an allowance) marked
@@ -131,18 +131,24 @@ def _skipped(finding: Finding) -> tuple[str, ...]:
     return tuple(normalize_frame(f) for f in culprit.skipped(frames))
 
 
+def total(findings: Iterable[Finding]) -> int:
+    """The records `findings` stand for (each finding's `count`: a parser folds repeats)."""
+    return sum(f.count for f in findings)
+
+
 def group(findings: Iterable[Finding]) -> tuple[SignatureCount, ...]:
-    """Findings grouped by signature, most frequent first (ties by fingerprint)."""
+    """Findings grouped by signature, most frequent first (ties by fingerprint); counts
+    are records (`Finding.count`), the example is the first finding of each."""
     counts: dict[Signature, int] = {}
     examples: dict[Signature, Finding] = {}
     marked: dict[Signature, dict[str, int]] = {}
     for finding in findings:
         sig = signature(finding)
-        counts[sig] = counts.get(sig, 0) + 1
+        counts[sig] = counts.get(sig, 0) + finding.count
         examples.setdefault(sig, finding)
         if finding.suppressed:
             by = marked.setdefault(sig, {})
-            by[finding.suppressed] = by.get(finding.suppressed, 0) + 1
+            by[finding.suppressed] = by.get(finding.suppressed, 0) + finding.count
     groups = [
         SignatureCount(
             s,

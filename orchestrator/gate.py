@@ -227,7 +227,7 @@ def suppressed(judged: Sequence[Judged]) -> tuple[list[Tolerated], list[str]]:
                             signature(f).label(),
                             f.suppressed,
                         )
-                        out[key] = out.get(key, 0) + 1
+                        out[key] = out.get(key, 0) + f.count
             for s in suppressions.unmatched(run.suppressions, findings):
                 unused.append(f"{j.experiment.name}/{run.name}: {suppressions.why_unmatched(s)}")
     rows = [

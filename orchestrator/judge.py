@@ -243,9 +243,10 @@ def _uncovered(index: _Index, targets: Sequence[_Target]) -> list[tuple[str, str
     for (variant, run_name, _), attempts in sorted(index.by.items()):
         run = index.experiment.run(run_name)
         for a in attempts:
-            for sig in map(signature, judged_findings(a)):
+            for f in judged_findings(a):
+                sig = signature(f)
                 if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
-                    out[(variant, run_name, sig)] += 1
+                    out[(variant, run_name, sig)] += f.count
     return [(v, r, sig, n) for (v, r, sig), n in out.items()]
 
 

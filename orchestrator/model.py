@@ -310,11 +310,17 @@ class Finding(Record):
     pid: int | None = None
     case: str = ""  # pytest node id from the case markers around it ("" outside any)
     header: str = ""  # the record's first line, verbatim
+    # the log's records this finding stands for: 1, or, for the last example a parser
+    # kept of its signature in its case, 1 + the later ones it counted but did not keep
+    # (`fold`); every count csorch states or checks adds these up, never len(findings)
+    count: int = 1
 
 
 @dataclass(frozen=True)
 class ParseResult(Record):
-    """A parsed log. A log is `complete` only when its end-of-run marker was seen."""
+    """A parsed log. A log is `complete` only when its end-of-run marker was seen.
+    `findings` are folded (`fold`): per case and signature the first few records whole,
+    the rest counted in `Finding.count`; `records` is how many the log printed."""
 
     findings: tuple[Finding, ...] = ()
     summary_count: int | None = None  # what the tool's own summary line(s) said
@@ -327,6 +333,11 @@ class ParseResult(Record):
     unparsed: tuple[str, ...] = ()  # checker lines no matcher knew (first few)
     summary_split: tuple[int, int] | None = None  # racecheck: the summary's (errors, warnings)
     count_mismatch: str = ""  # how csorch's count differs from the tool's summary ("" agrees)
+
+    @property
+    def records(self) -> int:
+        """The checker's records in the log: every finding's `count` added up."""
+        return sum(f.count for f in self.findings)
 
     @property
     def conclusive(self) -> bool:

@@ -17,7 +17,10 @@ module, where given) with the finding's, innermost first, and may be shorter. Ho
 stacks are written outermost first in the XML ("the host stack appears in reverse
 order"). csorch keeps only the informative part of a host backtrace, so suppression
 frames past what the finding kept are not compared. The first suppression that matches
-a finding marks it.
+a finding marks it. A finding that stands for several records (`Finding.count`: the
+parser folds the records of one signature in one case past the first few) is marked
+as a whole: a suppression that tells records of one signature apart by their address
+or message sees only the examples kept.
 
 Kinds: `Api`, `Precise`, `Leak`, `Analysis` (racecheck's default report) and `Synccheck`
 are what the H200's XML named (tests/fixtures/compute-sanitizer/cudabugs-h200/*.xml);

@@ -18,7 +18,7 @@ from orchestrator.serial import Record
 class SignatureTally(Record):
     fingerprint: str
     label: str
-    count: int  # findings with this signature, all repeats together
+    count: int  # records with this signature, all repeats together (`Finding.count`)
     repeats: int  # attempts in which it appeared
 
 
@@ -32,7 +32,7 @@ class CaseResult(Record):
     conclusive: bool
     reasons: tuple[str, ...]  # why not conclusive
     signatures: tuple[SignatureTally, ...]
-    findings: int  # parsed records
+    findings: int  # parsed records (folded ones included)
     summary_count: int | None  # the checker's own count, summed; None if any is missing
 
 
@@ -65,7 +65,7 @@ def _case_result(key: tuple[str, str, str], attempts: list[Attempt]) -> CaseResu
             sig = signature(finding)
             fp = fingerprint(sig)
             tally = tallies.setdefault(fp, [sig.label(), 0, 0])
-            tally[1] += 1
+            tally[1] += finding.count
             if fp not in seen_here:
                 seen_here.add(fp)
                 tally[2] += 1
@@ -88,7 +88,7 @@ def _case_result(key: tuple[str, str, str], attempts: list[Attempt]) -> CaseResu
             SignatureTally(fp, label, count, repeats)
             for fp, (label, count, repeats) in sorted(tallies.items(), key=lambda i: -i[1][1])
         ),
-        findings=sum(len(a.findings) for a in attempts),
+        findings=sum(a.parse.records for a in attempts if a.parse is not None),
         summary_count=sum(c for c in counts if c is not None)
         if sanitized and None not in counts
         else None,

@@ -51,10 +51,13 @@ def row(evidence: dict[str, str], logs: Path) -> tuple[str, bool]:
         split = tuple(int(race[k]) for k in ("errors", "warnings"))
         if parsed.summary_split is not None and tuple(parsed.summary_split) != split:
             tool += f" (split {split[0]}/{split[1]} != csorch's)"
-    ours = len(parsed.findings) + parsed.not_printed
+    ours = parsed.records + parsed.not_printed
     equal = tool.isdigit() and parsed.complete and int(tool) == ours
-    kinds = Counter(f.kind for f in parsed.findings)
-    functions = Counter(signature(f).function or "?" for f in parsed.findings)
+    kinds: Counter[str] = Counter()
+    functions: Counter[str] = Counter()
+    for f in parsed.findings:  # folded: each finding counts the records it stands for
+        kinds[f.kind] += f.count
+        functions[signature(f).function or "?"] += f.count
     cells = (
         evidence["program"],
         evidence["variant"],
@@ -62,7 +65,7 @@ def row(evidence: dict[str, str], logs: Path) -> tuple[str, bool]:
         evidence["options"] or "-",
         evidence["exit_code"],
         tool,
-        str(len(parsed.findings)) if parsed.complete else f"{len(parsed.findings)} (incomplete)",
+        str(parsed.records) if parsed.complete else f"{parsed.records} (incomplete)",
         str(parsed.not_printed),
         ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "-",
         ", ".join(f"{k} x{n}" for k, n in sorted(functions.items())) or "-",

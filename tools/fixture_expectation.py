@@ -25,6 +25,9 @@ from orchestrator.model import Checker
 def expectation(log: Path, parser: str, checker: Checker) -> dict:
     with open(log, encoding="utf-8", errors="replace") as lines:
         result = asan.parse(lines) if parser == "asan" else cs_log.parse(lines, checker=checker)
+    cases: Counter[str] = Counter()
+    for f in result.findings:  # folded: each finding counts the records it stands for
+        cases[f.case] += f.count
     signatures = []
     for g in group(result.findings):
         row = {k: v for k, v in g.signature.to_dict().items() if v not in ("", None)}
@@ -39,15 +42,15 @@ def expectation(log: Path, parser: str, checker: Checker) -> dict:
         "tool_errors": len(result.tool_errors),
         "app_crashed": result.app_crashed,
         "unparsed": len(result.unparsed),
-        "findings": len(result.findings),
+        "findings": result.records,
         "signatures": signatures,
-        "cases": dict(Counter(f.case for f in result.findings)),
+        "cases": dict(cases),
     }
     if result.summary_split is not None:
         spec["race_split"] = list(result.summary_split)
     if result.count_mismatch:
         spec["count_mismatch"] = True
-    parsed = len(result.findings) + result.not_printed
+    parsed = result.records + result.not_printed
     print(
         f"{log.name}: tool's summary {result.summary_count}, csorch {parsed}"
         + (f" -- MISMATCH: {result.count_mismatch}" if result.count_mismatch else ""),

@@ -19,6 +19,14 @@ With `--destroy-on-device-error kernel` the faulting kernel ends and the process
 on: records of later kernels follow, with no CUDA API error between them; with the
 default (`context`) the next CUDA call reports `Program hit cudaErrorLaunchFailure`.
 Both are plain sequences of records to this parser.
+
+Records are folded as they are parsed (`fold`: per case and signature the first few
+findings whole, the rest counted in `Finding.count`), so memory follows the distinct
+signatures, not the records; and a record whose signature already has its examples is
+counted without being read line by line (`cs_skim`, which keys a record on its
+patterns' named groups: a group named as in `cs_dispatch.VOLATILE` must never reach a
+signature). The text is read in chunks (`cs_skim.chunks`); each table below is
+dispatched as one regex (`cs_dispatch`).
 """
 
 from __future__ import annotations
@@ -26,9 +34,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import IO
 
-from orchestrator.backends import cs_race, cs_summary
+from orchestrator import fold
+from orchestrator.backends import cs_race, cs_skim, cs_summary
 from orchestrator.backends.base import CASE_BEGIN_RE, CASE_END_RE
+from orchestrator.backends.cs_dispatch import Dispatch
 from orchestrator.backends.cs_frames import device_frame
 from orchestrator.backends.cs_state import DetailHandler, Draft, Handler, State, number
 from orchestrator.model import Checker, Frame, ParseResult
@@ -231,61 +242,104 @@ DETAILS: tuple[tuple[re.Pattern[str], DetailHandler], ...] = (
     (HOST_FRAME_RE, _on_host_frame),
     (HOST_MODULE_RE, _on_host_module),
 )
+# each table as one regex (first match, as a loop over it); the row of the line after
+# which a record's host backtrace comes (`cs_skim` steps over it)
+HEADER_DISPATCH = Dispatch(HEADERS)
+DETAIL_DISPATCH = Dispatch(DETAILS)
+SAVED_ROW = next(i for i, (p, _) in enumerate(DETAILS) if p is SAVED_BACKTRACE_RE)
 
 
 def _split(state: State) -> tuple[int, int]:
     """csorch's (errors, warnings) over its racecheck records, as the tool's summary splits."""
-    severities = [f.severity for f in state.findings if f.checker is Checker.RACECHECK]
-    return severities.count("error"), severities.count("warning")
+    return state.severities.get("error", 0), state.severities.get("warning", 0)
+
+
+def _line(state: State, line: str, prefix: str) -> str | None:
+    """One line (without its line end) through the grammar, but for a header line: its
+    text, for the caller (`parse`) to see whether `cs_skim` counts its record, then
+    `_header`."""
+    line = line.rstrip("\r\n")
+    n = len(prefix)
+    # the prefix is followed by a space or nothing ("====== test session starts" is not)
+    if not line.startswith(prefix) or line[n : n + 1] not in ("", " "):
+        # a marker does not end a record: the tool and the test write concurrently
+        if m := CASE_BEGIN_RE.match(line):
+            state.case = m["case"]
+        elif CASE_END_RE.match(line):
+            state.case = ""
+        return None
+    body = line[n:]
+    text = body.strip()
+    if not text:
+        state.close()  # a bare prefix ends a record
+    elif body.startswith("  ") and state.draft is not None:
+        row, m = DETAIL_DISPATCH.find(text)
+        if m is not None:
+            DETAILS[row][1](state.draft, m)
+    else:
+        return text
+    return None
+
+
+def _header(state: State, text: str, row: int) -> None:
+    """A header line's `text`, whose pattern is HEADERS[row] (-1: none knows it)."""
+    if row >= 0:
+        pattern, on_header = HEADERS[row]
+        on_header(state, pattern.match(text), text)  # type: ignore[arg-type]
+        return
+    state.close()
+    if len(state.unparsed) < MAX_UNPARSED:
+        state.unparsed.append(text)
 
 
 def parse(
-    lines: Iterable[str], *, prefix: str = PREFIX, checker: Checker = Checker.MEMCHECK
+    source: Iterable[str] | IO[str],
+    *,
+    prefix: str = PREFIX,
+    checker: Checker = Checker.MEMCHECK,
+    examples: int | None = fold.EXAMPLES,
 ) -> ParseResult:
-    """Parse a compute-sanitizer text log, one line at a time."""
-    state = State(checker=checker)
+    """Parse a compute-sanitizer text log: an open text file (read in chunks) or its
+    lines (with or without their line ends). Findings are folded (`fold`): per case and
+    signature the first `examples` whole (None: all), the rest counted; a record whose
+    signature has its examples is counted without being read (`cs_skim`)."""
+    state = State(checker=checker, fold=fold.Fold(examples))
+    skimmer = cs_skim.Skimmer(prefix, HEADER_DISPATCH, DETAIL_DISPATCH, SAVED_ROW)
     # fast path: most of a memcheck log's bytes are host frames in this exact layout;
-    # any other layout takes the general path below, with the same result
+    # any other layout takes the general path, with the same result
     host_line = prefix + "         Host Frame:"
     host_at = len(host_line)
-    for raw in lines:
-        if raw.startswith(host_line) and state.draft is not None:
-            state.draft.host(raw[host_at:].strip())
-            continue
-        line = raw.rstrip("\r\n")
-        # the prefix is followed by a space or nothing ("====== test session starts" is not)
-        if not line.startswith(prefix) or line[len(prefix) : len(prefix) + 1] not in ("", " "):
-            # a marker does not end a record: the tool and the test write concurrently
-            if m := CASE_BEGIN_RE.match(line):
-                state.case = m["case"]
-            elif CASE_END_RE.match(line):
-                state.case = ""
-            continue
-        body = line[len(prefix) :]
-        text = body.strip()
-        if not text:
-            state.close()  # a bare prefix ends a record
-        elif body.startswith("  ") and state.draft is not None:
-            for pattern, on_detail in DETAILS:
-                if m := pattern.match(text):
-                    on_detail(state.draft, m)
-                    break
-        else:
-            for pattern, on_header in HEADERS:
-                if m := pattern.match(text):
-                    on_header(state, m, text)
-                    break
-            else:
-                state.close()
-                if len(state.unparsed) < MAX_UNPARSED:
-                    state.unparsed.append(text)
+    for text, clean in cs_skim.chunks(source, prefix):
+        pos, end = 0, len(text)
+        while pos < end:
+            nl = text.find("\n", pos)
+            if nl < 0:
+                nl = end
+            line = text[pos:nl]
+            pos = nl + 1
+            draft = state.draft
+            if draft is not None and line.startswith(host_line):
+                draft.host(line[host_at:].strip())
+                continue
+            header = _line(state, line, prefix)
+            if header is None:
+                continue
+            item, key = HEADER_DISPATCH.key(header), None
+            if item is not None:
+                stop, key = skimmer.skim(state, text, pos, clean, item)
+                if stop >= 0:  # counted: its signature has its examples
+                    pos = stop
+                    continue
+            _header(state, header, item[0] if item is not None else -1)
+            if state.draft is not None and state.draft is not draft:
+                state.key = key
     state.close()
     seen_summary = state.error_count is not None or state.race_count is not None
     complete = seen_summary and not state.open_after_summary
     count = state.error_count if state.error_count is not None else state.race_count
     summary_count = count if complete else None
     return ParseResult(
-        findings=tuple(state.findings),
+        findings=state.fold.findings(),
         summary_count=summary_count,
         not_printed=state.not_printed,
         complete=complete,
@@ -297,7 +351,7 @@ def parse(
         summary_split=state.race_split,
         count_mismatch=cs_summary.mismatch(
             summary_count,
-            len(state.findings) + state.not_printed,
+            state.fold.total + state.not_printed,
             state.race_split if state.error_count is None else None,
             _split(state),
         ),

@@ -1,7 +1,11 @@
 """The parse state of one compute-sanitizer log: the record being read (`Draft`) and
 what the log has said so far (`State`). The record grammars (`cs_log` for memcheck,
 initcheck and synccheck, `cs_race` for racecheck, `cs_summary` for the end-of-run
-lines) are handlers over these two; `cs_log.parse` drives them line by line."""
+lines) are handlers over these two; `cs_log.parse` drives them line by line.
+
+Records are folded as they close (`fold`): per case and signature the first few are
+kept whole, the rest only counted. `cs_skim` counts a record without reading it whole
+once its signature is known from its first lines (`State.signatures`)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from orchestrator.backends.cs_frames import HostKeep, trim_host
-from orchestrator.model import Checker, Finding, Frame
+from orchestrator.findings import signature
+from orchestrator.fold import Fold, Group
+from orchestrator.model import Checker, Finding, Frame, Signature
 
 
 def number(text: str) -> int:
@@ -47,9 +53,13 @@ class Draft:
 @dataclass
 class State:
     checker: Checker
+    fold: Fold = field(default_factory=Fold)
     case: str = ""
-    findings: list[Finding] = field(default_factory=list)
     draft: Draft | None = None
+    key: tuple | None = None  # the open record's skim key (`cs_skim`), when it has one
+    # skim key -> what a record with it counts as: (signature, checker, severity)
+    signatures: dict[tuple, tuple[Signature, Checker, str]] = field(default_factory=dict)
+    severities: dict[str, int] = field(default_factory=dict)  # racecheck records by severity
     error_count: int | None = None  # sum of the ERROR SUMMARY lines
     race_count: int | None = None  # sum of the RACECHECK SUMMARY lines' hazards displayed
     race_split: tuple[int, int] | None = None  # their (errors, warnings)
@@ -62,9 +72,33 @@ class State:
     app_crashed: bool = False
 
     def close(self) -> None:
-        if self.draft is not None:
-            self.findings.append(self.draft.done())
-            self.draft = None
+        """The open record is complete: fold it in."""
+        if self.draft is None:
+            return
+        finding = self.draft.done()
+        key, self.draft, self.key = self.key, None, None
+        known = self.signatures.get(key) if key is not None else None
+        sig = known[0] if known is not None else signature(finding)
+        # device frames (from the header and the lines before the host backtrace, which
+        # the key holds) make the signature; without them it comes from host frames
+        if key is not None and known is None and finding.frames:
+            self.signatures[key] = (sig, finding.checker, finding.severity)
+        self.tally(finding.checker, finding.severity)
+        self.fold.add(finding, sig)
+
+    def tally(self, checker: Checker, severity: str) -> None:
+        """Count a record's severity (racecheck's summary splits its count by it)."""
+        if checker is Checker.RACECHECK:
+            self.severities[severity] = self.severities.get(severity, 0) + 1
+
+    def skip(self, group: Group, checker: Checker, severity: str) -> None:
+        """A record starts whose signature (known from its key) has its examples
+        (`group`, `Fold.full`): it is counted, not read. Its header ends the record
+        before it, as any header does."""
+        self.close()
+        self.open_after_summary = True
+        self.tally(checker, severity)
+        self.fold.count(group)
 
     def start(self, finding: Finding) -> Draft:
         self.close()

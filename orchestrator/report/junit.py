@@ -104,7 +104,7 @@ def _testcase(
             *props,
             ("csorch.repeats", cell.repeats),
             ("csorch.outcomes", ",".join(o.value for o in cell.outcomes)),
-            ("csorch.findings", len(cell.findings)),
+            ("csorch.findings", cell.records),
         ],
     )
     element, kind, message = _status(cell)

@@ -218,7 +218,7 @@ def _cell_text(cell: rows.Cell | None) -> str:
             f"**{outcome.value}**" if outcome in (Outcome.FAILED, Outcome.ERROR) else outcome.value
         )
     if cell.sanitized:
-        n = len(cell.findings)
+        n = cell.records
         count = str(n) if cell.repeats == 1 else f"{n} in {cell.hit_repeats}/{cell.repeats}"
         text += (" " if text else "") + count
     return text + (" ?" if cell.reasons else "")

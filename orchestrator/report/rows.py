@@ -63,6 +63,11 @@ class Cell:
     def outcome(self) -> Outcome | None:
         return aggregate(self.outcomes) if self.outcomes else None
 
+    @property
+    def records(self) -> int:
+        """The checker's records behind `findings` (folded ones included)."""
+        return sum(f.count for f in self.findings)
+
 
 def groups(attempts: Iterable[Attempt]) -> dict[Key, list[Attempt]]:
     """Attempts by (case, variant, run, device), repeats in order."""

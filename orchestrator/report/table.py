@@ -65,7 +65,7 @@ def _cell(attempts: list[Attempt], node: str, builds: dict[str, Build]) -> Text:
     if variant in builds and not builds[variant].ok:
         return Text("not built", style="bold red")
     outcomes = [n.outcome for a in attempts for n in a.nodes if n.nodeid == node]
-    counts = [sum(1 for f in a.findings if (f.case or OUTSIDE) == node) for a in attempts]
+    counts = [sum(f.count for f in a.findings if (f.case or OUTSIDE) == node) for a in attempts]
     sanitized = attempts[0].checker is not Checker.NONE
     timed_out = any(a.timed_out for a in attempts)
     if not outcomes and node != OUTSIDE:

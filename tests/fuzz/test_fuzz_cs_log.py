@@ -4,11 +4,13 @@ Properties, over damaged real logs (tests/fixtures/compute-sanitizer), random by
 huge lines and two logs interleaved: `parse` never raises; a log without a summary line
 is never complete (so never clean); the result's counts agree with each other and
 survive the bundle's JSON round trip; application output between checker lines changes
-nothing.
+nothing; the folded parse (records skimmed once their signature has its examples) is
+the parse with every finding kept, folded afterwards.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -18,6 +20,7 @@ pytest.importorskip("hypothesis", reason="hypothesis is a CPU-machine test depen
 from fuzzlib import fed, fixture_lines, huge_line, interleaved, mutated, raw_bytes, with_app_output
 from hypothesis import given
 
+from orchestrator import fold
 from orchestrator.backends import cs_log
 from orchestrator.model import ParseResult
 
@@ -39,6 +42,8 @@ def check(lines: list[str]) -> ParseResult:
     if not any("SUMMARY: " in line for line in lines):
         assert not result.complete, "complete without a summary line"
     assert ParseResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    whole = cs_log.parse(lines, examples=None)
+    assert result == dataclasses.replace(whole, findings=fold.fold(whole.findings))
     return result
 
 

@@ -8,6 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import test_judge
 from typer.testing import CliRunner
 
 from orchestrator import bundle, cli
@@ -91,3 +92,16 @@ def test_the_compare_command_from_a_bundle(pinned: Path) -> None:
     assert "tree/pick" in text and "fix-oob.patch" in text
     bad = CliRunner().invoke(cli.app, ["compare", str(CONFIG), "--from", str(pinned.parent)])
     assert bad.exit_code == cli.ExitCode.USAGE
+
+
+def test_signature_counts_are_records_when_a_parser_folded_findings() -> None:
+    folded = dataclasses.replace(test_judge.OTHER, count=500)
+    rows = [
+        dataclasses.replace(a, parse=ParseResult((folded, test_judge.OTHER), None, 0, True))
+        if a.variant == "rebuilt" and a.run == "memcheck" and a.repeat == 0
+        else a
+        for a in test_judge.attempts()
+    ]
+    result = compare(test_judge.experiment(), [], [], rows)
+    (rebuilt,) = [s for s in result.signatures if s.variant == "rebuilt" and s.run == "memcheck"]
+    assert ("memcheck invalid-access global write size 4 in other", 501) in rebuilt.signatures

@@ -16,6 +16,7 @@ from orchestrator.findings import (
     normalize_frame,
     normalize_function,
     signature,
+    total,
 )
 from orchestrator.model import Checker, Finding, Frame, Signature, TargetPattern
 
@@ -106,6 +107,14 @@ def test_group_counts_and_orders() -> None:
     assert [g.count for g in groups] == [3, 1]
     assert groups[0].example.thread == "0"
     assert groups[0].fingerprint == fingerprint(groups[0].signature)
+
+
+def test_group_counts_the_records_folded_into_a_finding() -> None:
+    folded = [_finding(thread="0"), _finding(thread="1", count=4000), _finding(access="write")]
+    groups = group([*folded, mark(_finding(count=7), "supp.xml#1")])
+    assert [g.count for g in groups] == [4008, 1] and total(folded) == 4002
+    assert groups[0].example.thread == "0"
+    assert groups[0].tolerance() == "7 of 4008: suppressed by supp.xml#1"
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,34 @@ def test_suppressed_findings_are_listed_not_unexpected_and_unused_suppressions_r
     )
 
 
+def test_findings_a_parser_folded_count_as_the_records_they_stand_for() -> None:
+    folded = dataclasses.replace(OTHER, count=500)
+    rows = [
+        dataclasses.replace(a, parse=ParseResult((*a.findings, folded), None, 0, True))
+        if a.variant == "rebuilt" and a.run == "memcheck" and a.repeat == 0
+        else a
+        for a in attempts()
+    ]
+    result = gate.decide(POLICY, [judged(rows)])
+    assert [(u.variant, u.findings) for u in result.unexpected] == [("rebuilt", 500)]
+    size4 = Suppression("supp.xml#1", "Precise", (("size", "4"),))
+    exp = experiment()
+    exp = dataclasses.replace(
+        exp,
+        runs=tuple(
+            dataclasses.replace(r, suppressions=(size4,)) if r.name == "memcheck" else r
+            for r in exp.runs
+        ),
+    )
+    marked = [
+        dataclasses.replace(a, parse=suppressions.mark(a.parse, (size4,))) if a.parse else a
+        for a in rows
+    ]
+    tolerated = gate.decide(POLICY, [judged(marked, exp)])
+    assert not tolerated.unexpected
+    assert [(t.variant, t.findings) for t in tolerated.tolerated] == [("rebuilt", 500)]
+
+
 def test_fail_outranks_inconclusive_and_problems_make_an_experiment_inconclusive() -> None:
     failing = judged(attempts(patched_memcheck="hit hit hit"))
     shaky = dataclasses.replace(judged(), problems=("bundle b is incomplete (interrupted)",))

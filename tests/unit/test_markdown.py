@@ -139,3 +139,16 @@ def test_pytest_nodes_get_rows_of_their_own(cprog_bundles, tmp_path) -> None:
         ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 1"],
         ["`test_b[cpu]`", "**failed**", "**failed** 0", "**failed**", "**failed** 0"],
     ]
+
+
+def test_cells_and_signatures_count_the_records_a_parser_folded(cprog_bundles, tmp_path) -> None:
+    def folded(results: dict[str, Any]) -> None:
+        as_pytest_nodes(results)
+        for a in results["attempts"]:
+            for f in (a["parse"] or {}).get("findings", []):
+                f["count"] = 40  # as a parser writes the last example kept of 40 records
+
+    text = render(edited(cprog_bundles["pass"], tmp_path, folded))
+    rows = [cells(r) for r in table_rows(text, "| case |")[2:]]
+    assert rows[1] == ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 40"]
+    assert "40 (1/1 repeats)" in text

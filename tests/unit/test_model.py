@@ -134,6 +134,14 @@ def test_unknown_keys_are_refused() -> None:
         Run.from_dict({"name": "a", "checker": "none", "colour": "red"})
 
 
+def test_a_bundle_written_before_findings_were_folded_still_reads() -> None:
+    """Bundles before `Finding.count` kept every record: each finding counts once."""
+    old = {"checker": "memcheck", "kind": "invalid-access", "access": "read", "size": 8}
+    parse = ParseResult.from_dict({"findings": [old, old], "summary_count": 2, "complete": True})
+    assert [f.count for f in parse.findings] == [1, 1] and parse.records == 2
+    assert parse.conclusive
+
+
 def test_experiment_helpers() -> None:
     e = _experiment()
     plain, memcheck = e.runs

@@ -5,7 +5,9 @@ report: completeness, summary counts, checker errors, and the findings grouped b
 signature (with counts and the case they were attributed to). Every compute-sanitizer
 log is also checked against the tool's own count: csorch's records plus the unprinted
 ones equal the ERROR SUMMARY (racecheck: the RACECHECK SUMMARY and its error/warning
-split). A new captured log only needs its expected file, which
+split); and its folded parse (`fold`: the first few findings per case and signature,
+the rest counted, records skimmed) against its parse with every finding kept, folded
+afterwards: they must be the same. A new captured log only needs its expected file, which
 `tools/fixture_expectation.py LOG --checker racecheck` drafts from the current parse
 (review it against the log before committing it). A log without one is reported as
 skipped (with the file it lacks), except under the directories listed in SPECIFIED,
@@ -14,12 +16,14 @@ where it fails.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from orchestrator import fold
 from orchestrator.backends import asan, cs_log
 from orchestrator.findings import group
 from orchestrator.model import Checker, ParseResult
@@ -30,12 +34,12 @@ LOGS = sorted(FIXTURES.rglob("*.log"))
 SPECIFIED = ("asan", "compute-sanitizer", "controls")
 
 
-def parse_fixture(log: Path, spec: dict) -> ParseResult:
+def parse_fixture(log: Path, spec: dict, **options) -> ParseResult:
     with open(log, encoding="utf-8", errors="replace") as lines:
         if spec["parser"] == "asan":
             return asan.parse(lines)
         checker = Checker(spec.get("checker", "memcheck"))
-        return cs_log.parse(lines, checker=checker)
+        return cs_log.parse(lines, checker=checker, **options)
 
 
 def check(log: Path) -> None:
@@ -53,7 +57,7 @@ def check(log: Path) -> None:
     assert len(result.tool_errors) == spec["tool_errors"], result.tool_errors
     assert result.app_crashed is spec["app_crashed"]
     assert len(result.unparsed) == spec["unparsed"], result.unparsed
-    assert len(result.findings) == spec["findings"]
+    assert result.records == spec["findings"]
     # an incomplete or failed log is never evidence of a clean run
     if not spec["complete"] or spec["tool_errors"]:
         assert not result.conclusive and result.reason
@@ -63,9 +67,15 @@ def check(log: Path) -> None:
         groups.append({**row, "count": g.count})
     key = lambda row: json.dumps(row, sort_keys=True)  # noqa: E731
     assert sorted(groups, key=key) == sorted(spec["signatures"], key=key)
-    assert dict(Counter(f.case for f in result.findings)) == spec["cases"]
+    cases: Counter[str] = Counter()
+    for f in result.findings:
+        cases[f.case] += f.count
+    assert dict(cases) == spec["cases"]
     if spec["parser"] == "compute-sanitizer":
         check_counts(result, spec)
+        whole = parse_fixture(log, spec, examples=None)
+        assert all(f.count == 1 for f in whole.findings)
+        assert result == dataclasses.replace(whole, findings=fold.fold(whole.findings))
 
 
 def check_counts(result: ParseResult, spec: dict) -> None:
@@ -79,7 +89,7 @@ def check_counts(result: ParseResult, spec: dict) -> None:
         return
     cut = spec.get("trimmed_records", 0)
     if not spec.get("count_mismatch"):
-        assert len(result.findings) + result.not_printed + cut == result.summary_count
+        assert result.records + result.not_printed + cut == result.summary_count
     if cut or spec.get("count_mismatch"):
         # a trimmed log, or one with a record csorch cannot read: never conclusive
         assert result.count_mismatch and not result.conclusive
@@ -87,9 +97,10 @@ def check_counts(result: ParseResult, spec: dict) -> None:
     else:
         assert result.count_mismatch == "", result.count_mismatch
     if result.summary_split is not None:
-        severities = [f.severity for f in result.findings]
-        split = (severities.count("error"), severities.count("warning"))
-        assert split == result.summary_split
+        severities: Counter[str] = Counter()
+        for f in result.findings:
+            severities[f.severity] += f.count
+        assert (severities["error"], severities["warning"]) == result.summary_split
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[str(p.relative_to(FIXTURES)) for p in LOGS])

@@ -120,6 +120,15 @@ def test_repeats_and_the_verdict_line() -> None:
     assert "INCONCLUSIVE" in text(table.verdict_line(Judgement(Verdict.INCONCLUSIVE, ("why",))))
 
 
+def test_cells_count_the_records_a_parser_folded_into_a_finding() -> None:
+    folded = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, case=NODE, count=4094)
+    attempts = [attempt("ctl", "memcheck", Outcome.PASSED, [UAF, UAF, folded])]
+    out = text(table.cases_table(EXPERIMENT, [], attempts))
+    assert "passed 4096" in out
+    sigs = text(table.signatures(EXPERIMENT, attempts))
+    assert "ctl / memcheck: 4096 x asan heap-use-after-free read size 8" in sigs
+
+
 def test_findings_outside_any_test_get_their_own_row(tmp_path: Path) -> None:
     stray = Finding(Checker.ASAN, "heap-use-after-free", "read", 8)
     out = text(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from orchestrator import tally
@@ -47,6 +49,15 @@ def test_a_row_counts_findings_per_signature_and_keeps_both_counts() -> None:
     assert row.findings == 4 and row.summary_count is None  # one summary missing
     assert [(s.count, s.repeats) for s in row.signatures] == [(3, 2), (1, 1)]
     assert row.signatures[0].label.endswith("in k")
+
+
+def test_a_row_counts_the_records_folded_into_a_finding() -> None:
+    folded = dataclasses.replace(HIT, count=4096)
+    (row,) = tally.case_results(
+        [memcheck(0, HIT, folded, summary=4097), memcheck(1, OTHER, HIT, summary=2)]
+    )
+    assert row.conclusive and (row.findings, row.summary_count) == (4099, 4099)
+    assert [(s.count, s.repeats) for s in row.signatures] == [(4098, 2), (1, 1)]
 
 
 def test_the_checker_count_is_summed_beside_the_parsed_one_and_plain_runs_have_none() -> None:
