@@ -1,8 +1,8 @@
 // The NVFP4 tile kernel: rowwise and columnwise operands of one 64x64 tile of x from
 // a single read of x (internal to csrc/cuda; used by nvfp4.cu and nvfp4_fused.cu).
 //
-// One block of 256 threads per tile. Thread (warp w, lane l) has minor = 8w + (l & 7)
-// and blk = l >> 3:
+// Persistent blocks of 256 threads, each walking tiles (one at a time, the next one's
+// loads in flight). Thread (warp w, lane l) has minor = 8w + (l & 7) and blk = l >> 3:
 //  - as a loader it reads row `minor` of the tile, columns 16*blk..16*blk+15 (two or
 //    four 16-byte loads), quantizes that rowwise block from registers, and stores it
 //    to shared memory;
