@@ -101,16 +101,18 @@ ACCESS_RE = re.compile(
 SIGNAL_ACCESS_RE = re.compile(r"^==\d+==The signal is caused by a (?P<access>\w+) memory access")
 #     #0 0x556d50cdd234 in main /tmp/asantry/uaf.c:3
 #     #3 0x556d50cdd0f0 in _start (/tmp/asantry/uaf+0x10f0)   (optionally "(BuildId: ...)")
-FRAME_RE = re.compile(
-    r"^\s*#(?P<index>\d+)\s+0x(?P<pc>[0-9a-fA-F]+)(?:\s+in)?\s*(?P<rest>.*?)"
-    r"(?:\s+\(BuildId: [0-9a-fA-F]+\))?$"
-)
+# (the parts after the pc are found from the end by the suffix patterns below: a lazy
+# group before a `\s+` is quadratic in a long run of spaces, and a damaged line can hold
+# 200,000 of them)
+FRAME_RE = re.compile(r"^\s*#(?P<index>\d+)\s+0x(?P<pc>[0-9a-fA-F]+)(?:\s+in)?\s*(?P<rest>.*)$")
+# ... (BuildId: 4f2a)   (its "(" found with rfind, then this from there to the end)
+BUILD_ID_RE = re.compile(r"\(BuildId: [0-9a-fA-F]+\)")
 # ... (/lib/x86_64-linux-gnu/libc.so.6+0x271ca)
-FRAME_MODULE_RE = re.compile(r"^(?P<function>.*?)\s*\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
+FRAME_MODULE_RE = re.compile(r"\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
 # ... /tmp/asantry/uaf.c:3:12
 # (bounded numbers here and in ACCESS_RE: a corrupt line is an unknown line, never a
 # crash in int(), which refuses more than 4300 digits)
-FRAME_FILE_RE = re.compile(r"^(?P<function>.+?)\s+(?P<file>\S+?):(?P<line>[0-9]{1,9})(?::\d+)?$")
+FRAME_FILE_RE = re.compile(r"\s(?P<file>\S+?):(?P<line>[0-9]{1,9})(?::\d+)?$")
 # freed by thread T0 here:   /   previously allocated by thread T0 here:
 STACK_ROLE_RE = re.compile(
     r"^(?P<role>freed|previously allocated|allocated) by thread "
@@ -149,10 +151,13 @@ def frame(text: str) -> Frame:
     if not m:
         return Frame(function=text.strip())
     rest, pc = m["rest"], "0x" + m["pc"]
-    if mm := FRAME_MODULE_RE.match(rest):
-        return Frame(mm["function"], "", None, mm["module"], pc)
-    if mm := FRAME_FILE_RE.match(rest):
-        return Frame(mm["function"], mm["file"], int(mm["line"]), "", pc)
+    at = rest.rfind("(BuildId: ")
+    if at > 0 and rest[at - 1].isspace() and BUILD_ID_RE.fullmatch(rest, at):
+        rest = rest[:at].rstrip()
+    if mm := FRAME_MODULE_RE.search(rest):
+        return Frame(rest[: mm.start()].rstrip(), "", None, mm["module"], pc)
+    if (mm := FRAME_FILE_RE.search(rest)) and rest[: mm.start()].strip():
+        return Frame(rest[: mm.start()].rstrip(), mm["file"], int(mm["line"]), "", pc)
     return Frame(rest, "", None, "", pc)
 
 
