@@ -310,6 +310,9 @@ class Finding(Record):
     pid: int | None = None
     case: str = ""  # pytest node id from the case markers around it ("" outside any)
     header: str = ""  # the record's first line, verbatim
+    # ASan: later reports of this one's instruction in its case, counted by csorch's fold
+    # shim instead of printed (backends/asan_fold.py); the record stands for 1 + folded
+    folded: int = 0
 
 
 @dataclass(frozen=True)

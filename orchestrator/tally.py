@@ -18,7 +18,7 @@ from orchestrator.serial import Record
 class SignatureTally(Record):
     fingerprint: str
     label: str
-    count: int  # findings with this signature, all repeats together
+    count: int  # reports with this signature (folded ones included), all repeats together
     repeats: int  # attempts in which it appeared
 
 
@@ -65,7 +65,7 @@ def _case_result(key: tuple[str, str, str], attempts: list[Attempt]) -> CaseResu
             sig = signature(finding)
             fp = fingerprint(sig)
             tally = tallies.setdefault(fp, [sig.label(), 0, 0])
-            tally[1] += 1
+            tally[1] += 1 + finding.folded
             if fp not in seen_here:
                 seen_here.add(fp)
                 tally[2] += 1

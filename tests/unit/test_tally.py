@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from orchestrator import tally
@@ -55,6 +57,16 @@ def test_the_checker_count_is_summed_beside_the_parsed_one_and_plain_runs_have_n
     plain = Attempt("v", "plain", "rng", 0, Checker.NONE, outcome=Outcome.FAILED)
     (row,) = tally.case_results([plain])
     assert row.summary_count is None and row.conclusive and row.outcome is Outcome.FAILED
+
+
+def test_a_signature_counts_the_reports_an_asan_finding_folded() -> None:
+    uaf = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, frames=(Frame("flood"),))
+    folded = ParseResult((replace(uaf, folded=4999), uaf), 5001, 4999, True)
+    attempt = Attempt("v", "memcheck", "c", 0, Checker.ASAN, outcome=Outcome.PASSED, parse=folded)
+    (row,) = tally.case_results([attempt])
+    # two printed records, one of them standing for 5000 reads
+    assert row.findings == 2 and row.summary_count == 5001
+    assert [(s.count, s.repeats) for s in row.signatures] == [(5001, 1)]
 
 
 def test_rows_come_in_the_order_of_the_attempts_and_round_trip() -> None:
