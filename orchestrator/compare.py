@@ -101,7 +101,7 @@ def _evidence(experiment: Experiment, attempts: Sequence[Attempt]):
                 items[(a.variant, a.run)].add(f"{a.run}: {n.nodeid} failed")
         for f in a.findings:
             label = signature(f).label()
-            sigs[(a.variant, a.run)][label] += 1
+            sigs[(a.variant, a.run)][label] += f.reports
             items[(a.variant, a.run)].add(f"{a.run}: {label}")
     return items, nodes, sigs, tools
 

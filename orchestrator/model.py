@@ -314,6 +314,11 @@ class Finding(Record):
     # shim instead of printed (backends/asan_fold.py); the record stands for 1 + folded
     folded: int = 0
 
+    @property
+    def reports(self) -> int:
+        """The checker's reports this record stands for: itself and its folded repeats."""
+        return 1 + self.folded
+
 
 @dataclass(frozen=True)
 class ParseResult(Record):

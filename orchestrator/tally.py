@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from orchestrator.findings import fingerprint, signature
-from orchestrator.model import Attempt, Checker, Outcome
+from orchestrator.findings import SignatureCount, fingerprint, group, signature
+from orchestrator.model import Attempt, Checker, Finding, Outcome, Signature
 from orchestrator.serial import Record
 
 
@@ -48,6 +48,22 @@ def aggregate(outcomes: Iterable[Outcome]) -> Outcome:
     return Outcome.SKIPPED if seen == {Outcome.SKIPPED} else Outcome.PASSED
 
 
+def grouped(findings: Iterable[Finding]) -> tuple[SignatureCount, ...]:
+    """`findings.group` counted in reports: a finding stands for itself and the repeats
+    ASan's fold shim counted for it (`Finding.reports`); what the reports show."""
+    found = list(findings)
+    reports: dict[Signature, list[int]] = {}
+    for f in found:
+        count = reports.setdefault(signature(f), [0, 0])
+        count[0] += f.reports
+        count[1] += f.reports if f.suppressed else 0
+    groups = [
+        replace(g, count=reports[g.signature][0], suppressed=reports[g.signature][1])
+        for g in group(found)
+    ]
+    return tuple(sorted(groups, key=lambda g: (-g.count, g.fingerprint)))
+
+
 def case_results(attempts: Iterable[Attempt]) -> tuple[CaseResult, ...]:
     """One row per variant x run x case, in the order the attempts came."""
     groups: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
@@ -65,7 +81,7 @@ def _case_result(key: tuple[str, str, str], attempts: list[Attempt]) -> CaseResu
             sig = signature(finding)
             fp = fingerprint(sig)
             tally = tallies.setdefault(fp, [sig.label(), 0, 0])
-            tally[1] += 1 + finding.folded
+            tally[1] += finding.reports
             if fp not in seen_here:
                 seen_here.add(fp)
                 tally[2] += 1

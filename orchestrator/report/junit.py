@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings import group
 from orchestrator.model import Attempt, Experiment, Outcome
 from orchestrator.plan import device_label
 from orchestrator.report import rows
+from orchestrator.tally import grouped
 
 # XML 1.0 has no escape for most control characters: a log line with an ANSI colour
 # code would make the whole document unreadable
@@ -55,7 +55,7 @@ def _properties(parent: ET.Element, pairs: Sequence[tuple[str, object]]) -> None
 
 def _findings_text(cell: rows.Cell) -> str:
     lines = []
-    for sig in group(cell.findings):
+    for sig in grouped(cell.findings):
         lines.append(f"{sig.count} x {sig.signature.label()} [signature {sig.fingerprint[:12]}]")
         if sig.tolerance():
             lines.append(f"    tolerated: {sig.tolerance()}")

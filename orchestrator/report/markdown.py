@@ -17,11 +17,12 @@ from pathlib import PurePath
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings import fingerprint, group, signature
+from orchestrator.findings import fingerprint, signature
 from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Checker, Experiment, Outcome, SourceKind, SourceTree
 from orchestrator.plan import device_label
 from orchestrator.report import rows
+from orchestrator.tally import grouped
 
 DASH = "–"
 VERDICT_WORDS = {
@@ -218,7 +219,7 @@ def _cell_text(cell: rows.Cell | None) -> str:
             f"**{outcome.value}**" if outcome in (Outcome.FAILED, Outcome.ERROR) else outcome.value
         )
     if cell.sanitized:
-        n = len(cell.findings)
+        n = sum(f.reports for f in cell.findings)
         count = str(n) if cell.repeats == 1 else f"{n} in {cell.hit_repeats}/{cell.repeats}"
         text += (" " if text else "") + count
     return text + (" ?" if cell.reasons else "")
@@ -249,8 +250,9 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
         last = case
         body.append([_code(rows.short(node)), *cells])
     legend = (
-        "Each cell: the test's outcome over its repeats; under a checker, the findings "
-        "attributed to the node (`3 in 2/3`: 3 findings, in 2 of 3 repeats). "
+        "Each cell: the test's outcome over its repeats; under a checker, the reports "
+        "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; ASan's folded "
+        "repeats included). "
         "`?`: inconclusive evidence (see *What was not run*); `–`: not run there."
     )
     return ["### Outcomes per case node", "", legend, "", *_table(header, body)]
@@ -275,7 +277,7 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
     for variant, run in pairs:
         attempts_ = per[(variant, run.name)]
         seen = [(a.repeat, {fingerprint(signature(f)) for f in a.findings}) for a in attempts_]
-        for sig in group(f for a in attempts_ for f in a.findings):
+        for sig in grouped(f for a in attempts_ for f in a.findings):
             signatures.setdefault(sig.fingerprint, (sig.signature.label(), sig.signature.frames))
             skipped.setdefault(sig.fingerprint, sig.skipped)
             if sig.tolerance():
@@ -308,7 +310,10 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
         for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0])
         if top
     ]
-    note = "Counts are findings (repeats with the signature out of N); ids are fingerprints."
+    note = (
+        "Counts are reports, ASan's folded repeats included (repeats with the signature "
+        "out of N); ids are fingerprints."
+    )
     out = [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
     if tolerated:
         out += ["Suppressed or allowed (kept, not weighed by the verdict):", ""]

@@ -29,8 +29,9 @@ from typing import Any
 from urllib.parse import quote
 
 from orchestrator import bundle
-from orchestrator.findings import SignatureCount, fingerprint, group, signature, top_frames
+from orchestrator.findings import SignatureCount, fingerprint, signature, top_frames
 from orchestrator.model import Attempt, Experiment, Finding, Frame, Signature, SourceKind
+from orchestrator.tally import grouped
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -152,7 +153,7 @@ def _results(
         attempts = by.get((variant, run, case), [])
         role = experiment.role(variant)
         seen = [(a, {fingerprint(signature(f)) for f in a.findings}) for a in attempts]
-        for sig in group(f for a in attempts for f in a.findings):
+        for sig in grouped(f for a in attempts for f in a.findings):
             with_it = [a for a, fps in seen if sig.fingerprint in fps]
             repeats = len({a.repeat for a in with_it})
             n = experiment.repeats_for(experiment.run(run))

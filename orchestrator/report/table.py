@@ -2,9 +2,10 @@
 target hits and the verdict line. Input is records only (a live run or a bundle read
 back), output is Rich renderables; printing is the CLI's job.
 
-A cell shows the case's outcome and, for a run with a checker, the number of findings
-attributed to it: `failed`, `passed 8`, `passed 24 in 3/3` (24 findings, in 3 of 3
-repeats). `-` means the case did not run there; `not built` and `inconclusive` say why.
+A cell shows the case's outcome and, for a run with a checker, the number of reports
+attributed to it (an ASan finding's folded repeats included): `failed`, `passed 8`,
+`passed 24 in 3/3` (24 reports, in 3 of 3 repeats). `-` means the case did not run
+there; `not built` and `inconclusive` say why.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.findings import group
 from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
 from orchestrator.report.rows import OUTSIDE, short
-from orchestrator.tally import aggregate
+from orchestrator.tally import aggregate, grouped
 
 STYLES = {
     Outcome.PASSED: "green",
@@ -65,7 +65,7 @@ def _cell(attempts: list[Attempt], node: str, builds: dict[str, Build]) -> Text:
     if variant in builds and not builds[variant].ok:
         return Text("not built", style="bold red")
     outcomes = [n.outcome for a in attempts for n in a.nodes if n.nodeid == node]
-    counts = [sum(1 for f in a.findings if (f.case or OUTSIDE) == node) for a in attempts]
+    counts = [sum(f.reports for f in a.findings if (f.case or OUTSIDE) == node) for a in attempts]
     sanitized = attempts[0].checker is not Checker.NONE
     timed_out = any(a.timed_out for a in attempts)
     if not outcomes and node != OUTSIDE:
@@ -143,7 +143,7 @@ def signatures(experiment: Experiment, attempts: Sequence[Attempt]) -> Renderabl
                 if a.variant == variant.name and a.run == run.name
                 for f in a.findings
             ]
-            for sig in group(found):
+            for sig in grouped(found):
                 lines.append(f"  {variant.name} / {run.name}: ", style="bold")
                 lines.append(f"{sig.count} x {sig.signature.label()[:120]}")
                 if sig.skipped:

@@ -69,6 +69,15 @@ def test_a_signature_counts_the_reports_an_asan_finding_folded() -> None:
     assert [(s.count, s.repeats) for s in row.signatures] == [(5001, 1)]
 
 
+def test_grouped_counts_reports_and_their_suppressed_part() -> None:
+    uaf = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, frames=(Frame("flood"),))
+    marked = replace(uaf, folded=9, suppressed="allowed: known")
+    (sig,) = tally.grouped([marked, uaf, replace(uaf, folded=4)])
+    # 10 + 1 + 5 reads; the 10 behind the marked finding are what the allowance tolerates
+    assert (sig.count, sig.suppressed) == (16, 10)
+    assert sig.tolerance() == "10 of 16: allowed: known"
+
+
 def test_rows_come_in_the_order_of_the_attempts_and_round_trip() -> None:
     rows = tally.case_results([memcheck(0, case="b"), memcheck(0, case="a"), memcheck(1, case="b")])
     assert [(r.case, len(r.outcomes)) for r in rows] == [("b", 2), ("a", 1)]
