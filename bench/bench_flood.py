@@ -142,17 +142,22 @@ def gate(name: str, csorch: Path, cache: Path, out: Path) -> dict:
     start = time.monotonic()
     done = subprocess.run(argv, cwd=csorch, env=env, capture_output=True, text=True)
     wall = time.monotonic() - start
-    results = json.loads((out / f"qext-flood-{name}" / "results.json").read_text())
-    attempts = [
-        {
-            "variant": a["variant"],
-            "run": a["run"],
-            "seconds": round(a["duration"], 1),
-            "reports": (a.get("parse") or {}).get("summary_count"),
-            "log_mb": round((out / f"qext-flood-{name}" / a["log"]).stat().st_size / 1e6, 3),
-        }
-        for a in results["attempts"]
-    ]
+    bundle = out / f"qext-flood-{name}"
+    results = json.loads((bundle / "results.json").read_text())
+    attempts = []
+    for a in results["attempts"]:
+        with open(bundle / a["log"], errors="replace") as lines:
+            parsed = asan.parse(lines)  # the plain runs' reports too, read the same way
+        attempts.append(
+            {
+                "variant": a["variant"],
+                "run": a["run"],
+                "seconds": round(a["duration"], 1),
+                "reports": parsed.summary_count,
+                "printed": len(parsed.findings),
+                "log_mb": round((bundle / a["log"]).stat().st_size / 1e6, 3),
+            }
+        )
     return {
         "gate": name,
         "exit": done.returncode,
@@ -210,7 +215,7 @@ def main(argv=None) -> int:
             for a in g["attempts"]:
                 print(
                     f"    {a['variant']:7} {a['run']:8} {a['seconds']:7.1f} s "
-                    f"{a['log_mb']:9.3f} MB  reports {a['reports']}"
+                    f"{a['log_mb']:9.3f} MB  reports {a['reports']} ({a['printed']} printed)"
                 )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
