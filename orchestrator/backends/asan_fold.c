@@ -13,8 +13,10 @@
  * table is forgotten. csorch's pytest plugin calls it at each case's start and end (so a
  * count belongs to the case between the markers around it); an atexit handler, registered
  * at the first report (after the runtime's own, so it runs before the runtime prints its
- * exit stats), flushes the last epoch:
+ * exit stats), flushes the last epoch. A key's first counted repeat opens it, its flush
+ * closes it with the count:
  *
+ *   ==4540==csorch-asan-fold: folding READ of size 8 at pc 0x7f31344a21be shadow fd
  *   ==4540==csorch-asan-fold: 4999 more READ of size 8 at pc 0x7f31344a21be shadow fd
  *
  * The hand-over is a tail call (checked by csorch's tests): the runtime sees the
@@ -22,7 +24,7 @@
  * printed without this library. Not folded: reports the runtime raises itself (its
  * interceptors: memcpy, strlen, ...; double free), which reach no entry point here.
  * No malloc and no stdio: write(2), getpid, getenv and dlsym only. A full table passes
- * reports on (printed, never lost).
+ * reports on (printed, never lost), and so does a forked child (see `loader`).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,7 +44,10 @@ struct slot {
 
 static struct slot table[SLOTS];
 static int table_lock;
-static pid_t owner; /* a forked child starts with its own table */
+/* the process that loaded this library: a child it forks folds nothing (its exit need not
+ * run exit handlers, as multiprocessing's _exit does not, and a count would be lost) and
+ * never writes its copy of the parent's counts; an exec'd program loads its own */
+static pid_t loader;
 static int exit_hooked;
 static long print_limit = -1; /* -1: not read yet */
 static int shadow_known;      /* 0: not asked yet, 1: known, -1: unavailable */
@@ -103,25 +108,39 @@ static void write_all(const char *buf, size_t len) {
   }
 }
 
+/* "N more" (count > 0) closes a key's epoch; "folding" (count 0) opens it, written at its
+ * first counted repeat, so that a count that never came (a process ended without exit
+ * handlers, a case whose end flush did not run) is a key opened and never closed, which
+ * the parser reports, not a silent undercount */
+static void write_line(const struct slot *s, uint64_t count) {
+  char line[200], *p = line;
+  put(&p, "==");
+  put_number(&p, (uint64_t)getpid(), 10, 1);
+  put(&p, "==csorch-asan-fold: ");
+  if (count) {
+    put_number(&p, count, 10, 1);
+    put(&p, " more ");
+  } else {
+    put(&p, "folding ");
+  }
+  put(&p, s->write ? "WRITE of size " : "READ of size ");
+  put_number(&p, s->size, 10, 1);
+  put(&p, " at pc 0x");
+  put_number(&p, s->pc, 16, 1);
+  put(&p, " shadow ");
+  put_number(&p, s->shadow, 16, 2);
+  *p++ = '\n';
+  write_all(line, (size_t)(p - line));
+}
+
+__attribute__((constructor)) static void remember_loader(void) { loader = getpid(); }
+
 void csorch_asan_fold_flush(void) {
+  if (getpid() != loader) return;
   lock();
   for (int i = 0; i < SLOTS; i++) {
     struct slot *s = &table[i];
-    if (s->pc && s->folded) {
-      char line[200], *p = line;
-      put(&p, "==");
-      put_number(&p, (uint64_t)getpid(), 10, 1);
-      put(&p, "==csorch-asan-fold: ");
-      put_number(&p, s->folded, 10, 1);
-      put(&p, s->write ? " more WRITE of size " : " more READ of size ");
-      put_number(&p, s->size, 10, 1);
-      put(&p, " at pc 0x");
-      put_number(&p, s->pc, 16, 1);
-      put(&p, " shadow ");
-      put_number(&p, s->shadow, 16, 2);
-      *p++ = '\n';
-      write_all(line, (size_t)(p - line));
-    }
+    if (s->pc && s->folded) write_line(s, s->folded);
     s->pc = 0;
   }
   unlock();
@@ -131,15 +150,12 @@ static void flush_at_exit(void) { csorch_asan_fold_flush(); }
 
 /* 1: counted, the caller returns; 0: the caller hands the report to the runtime */
 static int fold(uintptr_t pc, int write, size_t size, uintptr_t addr) {
+  if (getpid() != loader) return 0;
   unsigned char shadow = shadow_of(addr);
   int counted = 0;
+  struct slot opened = {0, 0, 0, 0, 0, 0};
   lock();
   if (print_limit < 0) print_limit = read_limit();
-  pid_t me = getpid();
-  if (me != owner) {
-    for (int i = 0; i < SLOTS; i++) table[i].pc = 0;
-    owner = me;
-  }
   if (!exit_hooked) {
     exit_hooked = 1;
     atexit(flush_at_exit);
@@ -156,7 +172,7 @@ static int fold(uintptr_t pc, int write, size_t size, uintptr_t addr) {
         if (s->printed < (uint64_t)print_limit) {
           s->printed++;
         } else {
-          s->folded++;
+          if (s->folded++ == 0) opened = *s;
           counted = 1;
         }
         break;
@@ -164,6 +180,7 @@ static int fold(uintptr_t pc, int write, size_t size, uintptr_t addr) {
     }
   }
   unlock();
+  if (opened.pc) write_line(&opened, 0);
   return counted;
 }
 

@@ -11,14 +11,20 @@ process at the 26th distinct pc): it cannot keep a true count.
 `asan_fold.c` (built here with the runtime's compiler, cached by content) is preloaded
 before the runtime. It prints the first report of each faulting instruction (pc, access,
 size, shadow byte) per case in full and counts the rest; at each case's start and end
-(csorch's pytest plugin calls it) and at exit it writes one line per folded key:
+(csorch's pytest plugin calls it) and at exit it writes one line per folded key, which
+closes the line its first counted repeat wrote:
 
+    ==4540==csorch-asan-fold: folding READ of size 8 at pc 0x7f31344a21be shadow fd
     ==4540==csorch-asan-fold: 4999 more READ of size 8 at pc 0x7f31344a21be shadow fd
 
 The ASan parser attaches each count to the printed report of that key in the same
-process and case (`Finding.folded`); a count that matches no printed report makes the
-log's count inconclusive. `CSORCH_ASAN_PRINT_LIMIT` in a run's env prints more of each
-key (0: every report, nothing folded).
+process and case (`Finding.folded`). A count that matches no printed report, and a key
+opened whose count never came (a case whose end flush did not run, a process ended
+without exit handlers), make the log's count inconclusive, never a silent undercount.
+A child the process forks folds nothing (multiprocessing's workers end with `_exit`, so
+their exit handlers never run): its reports are all printed, as without the shim.
+`CSORCH_ASAN_PRINT_LIMIT` in a run's env prints more of each key (0: every report,
+nothing folded).
 """
 
 from __future__ import annotations
@@ -45,8 +51,9 @@ OPTIONS = ("verify_asan_link_order=0",)
 PRINT_LIMIT_VAR = "CSORCH_ASAN_PRINT_LIMIT"
 
 # ==4540==csorch-asan-fold: 4999 more READ of size 8 at pc 0x7f31344a21be shadow fd
+# ==4540==csorch-asan-fold: folding READ of size 8 at pc 0x7f31344a21be shadow fd
 FOLD_RE = re.compile(
-    r"^==(?P<pid>[0-9]{1,9})==csorch-asan-fold: (?P<count>[1-9][0-9]{0,18}) more "
+    r"^==(?P<pid>[0-9]{1,9})==csorch-asan-fold: (?:(?P<count>[1-9][0-9]{0,18}) more|folding) "
     r"(?P<access>READ|WRITE) of size (?P<size>[0-9]{1,18}) at pc 0x(?P<pc>[0-9a-f]{1,16}) "
     r"shadow (?P<shadow>[0-9a-f]{2})$"
 )
@@ -60,7 +67,8 @@ SHADOW_ROW_RE = re.compile(r"^=>0x[0-9a-fA-F]+:.*?\[(?P<shadow>[0-9a-fA-F]{2})\]
 
 @dataclass(frozen=True)
 class Fold(Record):
-    """One fold line: `count` more reports of a key, in process `pid`, in `case`."""
+    """One fold line: `count` more reports of a key, in process `pid`, in `case` (0: the
+    line that opened the key, at its first counted repeat)."""
 
     pid: int
     case: str
@@ -97,7 +105,7 @@ def fold(text: str, case: str) -> Fold | None:
         int(m["size"]),
         m["pc"].lstrip("0") or "0",
         m["shadow"].lower(),
-        int(m["count"]),
+        int(m["count"] or 0),
     )
 
 
@@ -111,10 +119,17 @@ def attach(
     findings: Sequence[Finding], keys: Sequence[Key], folds: Sequence[Fold]
 ) -> tuple[tuple[Finding, ...], tuple[str, ...]]:
     """Each fold's count added to the last printed report of its key (`keys[i]` is
-    `findings[i]`'s): the findings, and the folds that matched none (described)."""
+    `findings[i]`'s): the findings, and what does not add up (described): a count that
+    matches no printed report, a key opened and never counted."""
     out = list(findings)
     unmatched: list[str] = []
+    opened: dict[tuple, Fold] = {}
     for f in folds:
+        key = (f.pid, f.case, f.access, f.size, f.pc, f.shadow)
+        if f.count == 0:
+            opened[key] = f
+            continue
+        opened.pop(key, None)
         for i in range(len(out) - 1, -1, -1):
             k = keys[i]
             if (k.pid, k.case, k.pc, k.access, k.size) == (
@@ -132,6 +147,12 @@ def attach(
                 f"{f.count} folded {f.access.upper()} of size {f.size} at pc 0x{f.pc} "
                 f"(pid {f.pid}{where}) match no printed report"
             )
+    for f in opened.values():
+        where = f" in {f.case}" if f.case else ""
+        unmatched.append(
+            f"{f.access.upper()} of size {f.size} at pc 0x{f.pc} (pid {f.pid}{where}) began "
+            "folding and its count never came (the process ended without exit handlers?)"
+        )
     return tuple(out), tuple(unmatched)
 
 

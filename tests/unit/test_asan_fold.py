@@ -38,6 +38,10 @@ def test_the_fold_line_grammar() -> None:
     assert asan_fold.fold(line, "c") == asan_fold.Fold(
         4540, "c", "read", 8, "7f31344a21be", "fd", 4999
     )
+    opened = line.replace("4999 more", "folding")
+    assert asan_fold.fold(opened, "c") == asan_fold.Fold(
+        4540, "c", "read", 8, "7f31344a21be", "fd", 0
+    )
     for odd in (
         line.replace("4999", "0"),  # the shim never writes a zero count
         line.replace("READ", "FETCH"),
@@ -77,17 +81,42 @@ def test_a_print_limit_prints_that_many_and_counts_the_rest() -> None:
 
 
 def test_a_count_without_its_printed_report_is_inconclusive() -> None:
-    """fold-unmatched.log: flood-folded.log with the fold line's pc changed."""
+    """fold-unmatched.log: flood-folded.log with the count line's pc changed."""
     result = parsed("fold-unmatched.log")
     assert result.findings[0].folded == 0 and not result.conclusive
     assert "parse incomplete" in result.reason and "pc 0x123456" in result.reason
+    # and the key its first repeat opened was never counted
+    assert "began folding and its count never came" in result.count_mismatch
     # the total still says how many reports there were; it just cannot be attributed
     assert result.summary_count == 1000
 
 
+def test_a_key_opened_and_never_counted_is_inconclusive() -> None:
+    """A count that never came (the case's end flush did not run, the process ended
+    without exit handlers) is no zero: the line its first repeat wrote says it existed."""
+    lines = (FIXTURES / "flood-folded.log").read_text().splitlines()
+    result = parse([line for line in lines if " more READ" not in line])
+    assert result.complete and not result.conclusive and result.findings[0].folded == 0
+    assert "began folding and its count never came" in result.reason
+
+
+def test_forks_neither_lose_nor_double_a_count() -> None:
+    """fork-child-exit.log: a forked child folds nothing (it may end with _exit, as
+    multiprocessing's workers do), so its 8 reads are 8 printed reports.
+    fork-after.log: a child forked after the parent folded writes no copy of the count."""
+    child = parsed("fork-child-exit.log")
+    assert child.conclusive and len(child.findings) == 8 and child.summary_count == 8
+    after = parsed("fork-after.log")
+    assert after.conclusive and [f.folded for f in after.findings] == [999]
+    assert after.summary_count == 1000
+
+
 def test_a_damaged_fold_line_is_inconclusive() -> None:
     lines = (FIXTURES / "flood-folded.log").read_text().splitlines()
-    damaged = [line.replace(" more READ", " more RAED") for line in lines]
+    damaged = [
+        line.replace(" READ of", " RAED of") if "csorch-asan-fold" in line else line
+        for line in lines
+    ]
     result = parse(damaged)
     assert result.complete and not result.conclusive
     assert "unreadable fold line" in result.reason
