@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.errors import CheckerUnavailable
+from orchestrator.errors import CheckerUnavailable, ProcessStartError
 from orchestrator.model import Finding
 from orchestrator.serial import Record
 
@@ -160,11 +160,15 @@ def build(compiler: str, directory: Path) -> Path:
     """The shim compiled by `compiler` under `directory`, built once per content: the key
     covers the source, the flags and the compiler's version. CheckerUnavailable if it
     does not compile."""
-    version = proc.capture([compiler, "-dumpfullversion"], timeout=60).output.strip()
+    try:
+        version = proc.capture([compiler, "-dumpfullversion"], timeout=60).output.strip()
+    except ProcessStartError as exc:
+        raise CheckerUnavailable("asan", f"{compiler}: {exc.reason}") from None
     digest = hashlib.sha256()
     for part in (SOURCE.read_bytes(), " ".join(CFLAGS), compiler, version):
         digest.update((part if isinstance(part, bytes) else part.encode()) + b"\0")
-    out = Path(directory) / digest.hexdigest()[:24] / LIBRARY
+    # absolute: LD_PRELOAD is read in the child, which starts in another directory
+    out = Path(directory).resolve() / digest.hexdigest()[:24] / LIBRARY
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ import pytest
 from orchestrator import proc
 from orchestrator.backends import asan, asan_fold
 from orchestrator.backends.asan import Asan, parse
+from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, Finding
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "asan"
@@ -203,6 +204,16 @@ def test_the_shim_is_built_once_per_content(shim: Path) -> None:
     again = asan_fold.build("gcc", shim.parents[1])
     assert again == shim and shim.stat().st_mtime_ns == before  # found, not rebuilt
     assert shim.name == asan_fold.LIBRARY and shim.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_the_shim_path_is_absolute_and_a_missing_compiler_is_unavailable(
+    tmp_path: Path, shim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LD_PRELOAD is read in the child, which starts in another directory
+    monkeypatch.chdir(shim.parents[1])
+    assert asan_fold.build("gcc", Path(".")) == shim
+    with pytest.raises(CheckerUnavailable, match="csorch-no-such-cc"):
+        asan_fold.build("csorch-no-such-cc", tmp_path)
 
 
 @needs_gcc
