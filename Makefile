@@ -12,7 +12,7 @@ EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
 .PHONY: help setup slurm-deps validate test fuzz bench bench-qext bench-orchestrator \
-	bench-parser lint clean
+	bench-parser bench-flood lint clean
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
@@ -20,6 +20,7 @@ help:
 	@echo "make fuzz       long fuzzing of the log parsers and config loaders (about 45 minutes on 2 cores)"
 	@echo "make bench      qext kernels, then csorch's overhead, baseline and warm-rerun ratios"
 	@echo "make bench-qext / bench-orchestrator / bench-parser   one of the three"
+	@echo "make bench-flood  ASan report floods, printed vs folded (CPU machine; ~10 minutes)"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
 	@echo "make lint       ruff, if installed"
 	@echo "make slurm-deps Debian's Slurm and munge for the real-Slurm tests (as root; quick when present)"
@@ -77,6 +78,10 @@ bench-orchestrator: setup
 
 bench-parser: setup
 	$(PY) bench/bench_parser.py --json results/bench-parser.json
+
+# not part of `bench`: the ASan qext builds and the printed flood take minutes on a CPU
+bench-flood: setup
+	$(PY) bench/bench_flood.py --json results/bench-flood.json
 
 lint: setup
 	$(PY) -m ruff check orchestrator ext/qext tests bench

@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
 import bench_qext
+import torch
 
 
 def main(argv=None) -> int:

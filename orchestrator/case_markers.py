@@ -6,6 +6,10 @@ and after every test, and synchronizes the CUDA device at teardown so that error
 case's kernels are reported before its end marker. Lines written by the checker between
 two markers belong to that case. `orchestrator.nodes` reads the markers back.
 
+Under ASan with csorch's report-fold shim preloaded (orchestrator/backends/asan_fold.py),
+it ends the shim's epoch at each case's start and end, so that the repeats the shim
+counted are written between the markers of the case that made them.
+
 It also serves csorch's executor, through the environment:
 - ``CSORCH_DONE_FILE``: node ids (one a line) already run by an earlier process of the
   same attempt; they are deselected, so a fresh process continues after a crash.
@@ -18,6 +22,7 @@ in this process would fail for no reason of its own); csorch reruns the rest els
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import sys
@@ -36,6 +41,7 @@ COLLECTED = "[csorch-collected]"
 DEVICE = "[csorch-device]"
 _device_named = False
 CLOCK = "[csorch-clock]"
+_fold_flush = None  # the fold shim's csorch_asan_fold_flush, where it is preloaded
 
 
 def _process_start() -> float | None:
@@ -57,7 +63,18 @@ def _clock(event: str) -> None:
     _mark(CLOCK, event, f" {time.time():.3f}")
 
 
+def _flush_folds() -> None:
+    # the shim writes its counts to fd 2 itself, like the checker and these markers
+    if _fold_flush is not None:
+        _fold_flush()
+
+
 def pytest_configure(config):
+    global _fold_flush
+    try:
+        _fold_flush = ctypes.CDLL(None).csorch_asan_fold_flush
+    except (OSError, AttributeError):  # no shim in this process: nothing to flush
+        _fold_flush = None
     start = _process_start()
     if start is not None:
         _mark(CLOCK, "process", f" {start:.3f}")
@@ -103,6 +120,7 @@ def pytest_collection_finish(session):
 
 def pytest_runtest_logstart(nodeid, location):
     _clock("case-begin")
+    _flush_folds()  # repeats from before this case (collection, an earlier teardown)
     _mark(BEGIN, nodeid)
 
 
@@ -153,6 +171,7 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_runtest_logfinish(nodeid, location):
+    _flush_folds()  # this case's repeats, before its end marker
     _mark(END, nodeid)
     _clock("case-end")
 

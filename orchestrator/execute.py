@@ -68,6 +68,7 @@ class Context:
     root: Path  # the bundle: logs go under root/logs, records hold paths relative to it
     scratch: Path  # an empty directory the pytest children start in
     asan_runtime: Path | None = None
+    asan_fold: Path | None = None  # the report-fold shim, preloaded ahead of the runtime
     cancel: threading.Event | None = None
     #: CUDA's GPU UUIDs by index, to check that a job given GPU k ran there; empty where
     #: csorch itself runs under CUDA_VISIBLE_DEVICES (its indices are then not the child's)
@@ -133,7 +134,7 @@ def _wrap(
     """(argv, environment, log parser) for the run's checker."""
     if run.checker is Checker.NONE:
         if build.sanitizer == "address":
-            runtime = Asan(ctx.asan_runtime).wrap(
+            runtime = Asan(ctx.asan_runtime, fold=ctx.asan_fold).wrap(
                 argv, checker=Checker.MEMCHECK, env=env, plain=True
             )
             return argv, {**env, **dict(runtime.env)}, NoChecker().parse

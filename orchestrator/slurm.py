@@ -135,6 +135,7 @@ class _Array:
             "root": str(ctx.root),
             "scratch": str(ctx.scratch),
             "asan_runtime": str(ctx.asan_runtime) if ctx.asan_runtime else "",
+            "asan_fold": str(ctx.asan_fold) if ctx.asan_fold else "",
         }
         _write_json(self.spool / "context.json", context)
         _write_json(self.spool / "build.json", self.built.to_dict())
@@ -350,8 +351,11 @@ def work(spool: Path, index: int, array: str, node: str) -> Path:
     built = Build.from_dict(json.loads((spool / "build.json").read_text()))
     backend = context["backend"]
     runtime = Path(context["asan_runtime"]) if context["asan_runtime"] else None
+    fold = Path(context["asan_fold"]) if context.get("asan_fold") else None
     checker = (
-        Asan(runtime) if backend == "asan" else ComputeSanitizer(context["checker_path"] or None)
+        Asan(runtime, fold=fold)
+        if backend == "asan"
+        else ComputeSanitizer(context["checker_path"] or None)
     )
     ctx = execute.Context(
         experiment=Experiment.from_dict(context["experiment"]),
@@ -361,6 +365,7 @@ def work(spool: Path, index: int, array: str, node: str) -> Path:
         root=Path(context["root"]),
         scratch=Path(context["scratch"]),
         asan_runtime=runtime,
+        asan_fold=fold,
     )
     attempt = execute.execute(Job.from_dict(jobs[index]), built, ctx)
     path = spool / "results" / f"{index}.{array}.json"

@@ -170,6 +170,12 @@ class _Run:
             if asan
             else ComputeSanitizer(host.compute_sanitizer_path or None)
         )
+        # the report-fold shim (backends/asan_fold.py), built once per content in the cache
+        fold = (
+            checker.build_fold(Path(options.cache) / "asan-fold")
+            if isinstance(checker, Asan)
+            else None
+        )
         self.bundle = Bundle(options.out)
         self.journal: Journal | None = None
         self.kept: dict[tuple, Attempt] = {}  # journaled attempts whose logs are intact
@@ -181,6 +187,11 @@ class _Run:
                 "reason": options.reason,
                 "version": host.compute_sanitizer if not asan else host.cc,
                 "path": host.compute_sanitizer_path if not asan else host.asan_runtime,
+                **(
+                    {"fold_shim": str(fold), "fold_shim_sha256": file_digest(fold)}
+                    if fold
+                    else {}
+                ),
             },
             host=host,
             options={
@@ -216,6 +227,7 @@ class _Run:
             root=self.bundle.root,
             scratch=self.workspace.root / "cwd",
             asan_runtime=runtime,
+            asan_fold=fold,
             cancel=self.cancel,
             gpu_uuids=() if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids,
         )

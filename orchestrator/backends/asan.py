@@ -3,7 +3,8 @@
 Builds add `-fsanitize=address -fsanitize-recover=address -fno-omit-frame-pointer -g`;
 runs preload the runtime (`gcc -print-file-name=libasan.so`), since a Python process
 that loads an instrumented extension refuses to start otherwise, and set
-`ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`.
+`ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`
+(and `verify_asan_link_order=0`, with the fold shim ahead of the runtime in LD_PRELOAD).
 Reports go to the command's stderr, so the parser reads the command's own log.
 
 compute-sanitizer's options do not apply, with one exception: a run that asks for
@@ -13,17 +14,13 @@ before the exit-stats marker (with halt_on_error=0 the process is not killed for
 leak log is still proven complete. Leaks stay off otherwise: a torch process leaks by
 design and would bury the run in reports.
 
-Report floods (issue #14): in recover mode ASan prints every bad access in full (about
-75 lines and 5 ms each), so a use-after-free inside a loop gave 132,096 reports and 6
-minutes for one case. ASan has no print limit and counts nothing it does not print
-(`suppress_equal_pcs` drops repeats of a pc silently, per process, so a later case
-hitting the same pc would look clean). A checker run therefore keeps recover mode by
-default: every report, the true count. A run may set `ASAN_OPTIONS: halt_on_error=1`
-in its env to stop each case at its first report instead: the process ends with
-`==PID==ABORTING`, the case keeps that one report, the executor continues the cases after
-it in a fresh process (as after any crash), and the summary line says the count stopped
-there rather than inventing a total. A plain run of an instrumented build (its reports
-are not parsed, only its outcome counts) reports each pc once (`suppress_equal_pcs=1`).
+Report floods (issue #14): ASan prints every bad access in full, at milliseconds each.
+A run preloads csorch's fold shim (`asan_fold.py`): the first report of each faulting
+instruction per case is printed, the rest counted, and the parser adds each count to its
+printed report (`Finding.count`), so the summary keeps the true count. A run may set
+`ASAN_OPTIONS: halt_on_error=1` to stop each case at its first report instead
+(`==PID==ABORTING`; the executor continues the cases after it in a fresh process, and
+the summary says that later bad accesses were not counted).
 
 Proving a clean run complete: ASan prints nothing for a clean process and has no
 "0 errors" line, so silence would look the same as a runtime that never loaded or a
@@ -42,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from orchestrator import proc
+from orchestrator.backends import asan_fold
 from orchestrator.backends.base import (
     CASE_BEGIN_RE,
     CASE_END_RE,
@@ -62,18 +60,18 @@ COMPILE_FLAGS = (
 )
 LINK_FLAGS = ("-fsanitize=address",)
 # atexit=1 last, so that a user's ASAN_OPTIONS cannot switch off the completion marker;
-# alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see
-# halt_on_error=1: one report per case, then a fresh process (see the module docstring);
-# a flood of identical reports would otherwise cost minutes per case.
-# a checker run (and a command case, whose exit status is its outcome): every report
+# alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see;
+# halt_on_error=0, suppress_equal_pcs=0: every bad access is reported (the fold shim
+# prints the first of each instruction per case and counts the rest)
 DEFAULT_OPTIONS = (
     "detect_leaks=0",
     "halt_on_error=0",
     "suppress_equal_pcs=0",
     "alloc_dealloc_mismatch=0",
 )
-# a plain run is not judged by its reports, only by its outcome: it must not halt, and
-# each pc reported once keeps a flood from costing minutes
+# a plain run without the fold shim: each pc reported once keeps a flood from costing
+# minutes (its reports are not judged, only its outcome; past 25 distinct pcs ASan ends
+# the process)
 PLAIN_OPTIONS = (
     "detect_leaks=0",
     "halt_on_error=0",
@@ -101,16 +99,18 @@ ACCESS_RE = re.compile(
 SIGNAL_ACCESS_RE = re.compile(r"^==\d+==The signal is caused by a (?P<access>\w+) memory access")
 #     #0 0x556d50cdd234 in main /tmp/asantry/uaf.c:3
 #     #3 0x556d50cdd0f0 in _start (/tmp/asantry/uaf+0x10f0)   (optionally "(BuildId: ...)")
-FRAME_RE = re.compile(
-    r"^\s*#(?P<index>\d+)\s+0x(?P<pc>[0-9a-fA-F]+)(?:\s+in)?\s*(?P<rest>.*?)"
-    r"(?:\s+\(BuildId: [0-9a-fA-F]+\))?$"
-)
+# (the parts after the pc are found from the end by the suffix patterns below: a lazy
+# group before a `\s+` is quadratic in a long run of spaces, and a damaged line can hold
+# 200,000 of them)
+FRAME_RE = re.compile(r"^\s*#(?P<index>\d+)\s+0x(?P<pc>[0-9a-fA-F]+)(?:\s+in)?\s*(?P<rest>.*)$")
+# ... (BuildId: 4f2a)   (its "(" found with rfind, then this from there to the end)
+BUILD_ID_RE = re.compile(r"\(BuildId: [0-9a-fA-F]+\)")
 # ... (/lib/x86_64-linux-gnu/libc.so.6+0x271ca)
-FRAME_MODULE_RE = re.compile(r"^(?P<function>.*?)\s*\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
+FRAME_MODULE_RE = re.compile(r"\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
 # ... /tmp/asantry/uaf.c:3:12
 # (bounded numbers here and in ACCESS_RE: a corrupt line is an unknown line, never a
 # crash in int(), which refuses more than 4300 digits)
-FRAME_FILE_RE = re.compile(r"^(?P<function>.+?)\s+(?P<file>\S+?):(?P<line>[0-9]{1,9})(?::\d+)?$")
+FRAME_FILE_RE = re.compile(r"\s(?P<file>\S+?):(?P<line>[0-9]{1,9})(?::\d+)?$")
 # freed by thread T0 here:   /   previously allocated by thread T0 here:
 STACK_ROLE_RE = re.compile(
     r"^(?P<role>freed|previously allocated|allocated) by thread "
@@ -149,10 +149,13 @@ def frame(text: str) -> Frame:
     if not m:
         return Frame(function=text.strip())
     rest, pc = m["rest"], "0x" + m["pc"]
-    if mm := FRAME_MODULE_RE.match(rest):
-        return Frame(mm["function"], "", None, mm["module"], pc)
-    if mm := FRAME_FILE_RE.match(rest):
-        return Frame(mm["function"], mm["file"], int(mm["line"]), "", pc)
+    at = rest.rfind("(BuildId: ")
+    if at > 0 and rest[at - 1].isspace() and BUILD_ID_RE.fullmatch(rest, at):
+        rest = rest[:at].rstrip()
+    if mm := FRAME_MODULE_RE.search(rest):
+        return Frame(rest[: mm.start()].rstrip(), "", None, mm["module"], pc)
+    if (mm := FRAME_FILE_RE.search(rest)) and rest[: mm.start()].strip():
+        return Frame(rest[: mm.start()].rstrip(), mm["file"], int(mm["line"]), "", pc)
     return Frame(rest, "", None, "", pc)
 
 
@@ -161,6 +164,12 @@ class _Draft:
     finding: Finding
     stacks: list[tuple[str, list[Frame]]] = field(default_factory=lambda: [("access", [])])
     details: list[str] = field(default_factory=list)
+    shadow: str = ""  # the shadow byte of the address (the `=>` row's bracketed one)
+
+    def key(self) -> asan_fold.Key:
+        f = self.finding
+        pc = asan_fold.header_pc(f.header)
+        return asan_fold.Key(f.pid, f.case, pc, f.access, f.size, self.shadow)
 
     def done(self) -> Finding:
         (_, primary), *others = self.stacks
@@ -175,6 +184,9 @@ class _Draft:
 def parse(lines: Iterable[str]) -> ParseResult:
     """Parse AddressSanitizer reports out of a process's combined output."""
     findings: list[Finding] = []
+    keys: list[asan_fold.Key] = []  # findings[i]'s, for the fold shim's counts
+    folds: list[asan_fold.Fold] = []
+    odd: list[str] = []  # fold lines that FOLD_RE does not read
     draft: _Draft | None = None
     summaries = 0
     ended = False  # an exit-stats marker or ABORTING follows the last report
@@ -186,6 +198,7 @@ def parse(lines: Iterable[str]) -> ParseResult:
         nonlocal draft
         if draft is not None:
             findings.append(draft.done())
+            keys.append(draft.key())
             draft = None
 
     for raw in lines:
@@ -244,6 +257,18 @@ def parse(lines: Iterable[str]) -> ParseResult:
                 if km and draft.finding.kind != "memory-leak":
                     draft.finding = replace(draft.finding, kind=km["kind"])
                 close()
+        elif m := asan_fold.SHADOW_ROW_RE.match(text):
+            # after the SUMMARY line, so it is the last closed report's
+            if draft is not None:
+                draft.shadow = draft.shadow or m["shadow"].lower()
+            elif keys and not keys[-1].shadow:
+                keys[-1] = replace(keys[-1], shadow=m["shadow"].lower())
+        elif asan_fold.FOLD_ANY_RE.match(text):
+            folded = asan_fold.fold(text, case)
+            if folded is None:
+                odd.append(f"unreadable fold line {text[:120]!r}")
+            else:
+                folds.append(folded)
         elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line):
             close()  # the process ended after its reports: nothing more is coming
             ended = True
@@ -256,17 +281,24 @@ def parse(lines: Iterable[str]) -> ParseResult:
     # every report ends with its SUMMARY line: one without it was cut short, even when
     # another process writing to the same log (a wrapper shell) exited normally after it
     ended = ended and summaries >= len(findings)
+    counted, unmatched = asan_fold.attach(findings, keys, folds)
+    folded = sum(f.count for f in folds)  # the unmatched too: they make the count odd
     return ParseResult(
-        findings=tuple(findings),
-        summary_count=summaries if ended else None,
+        # the folded repeats are in their printed report's `Finding.count` (`records`)
+        findings=counted,
+        summary_count=summaries + folded if ended else None,
         complete=ended,
         tool_errors=tuple(dict.fromkeys(tool_errors)),
-        summary_lines=(_summary(summaries, halted),) if ended else (),
+        summary_lines=(_summary(summaries, folded, halted),) if ended else (),
+        # a count that belongs to no printed report is no count: inconclusive
+        count_mismatch="; ".join(dict.fromkeys((*unmatched, *odd))),
     )
 
 
-def _summary(reports: int, halted: bool) -> str:
-    line = f"{reports} AddressSanitizer report(s)"
+def _summary(printed: int, folded: int, halted: bool) -> str:
+    line = f"{printed + folded} AddressSanitizer report(s)"
+    if folded:
+        line += f": {printed} printed, {folded} folded (repeats of a printed one in its case)"
     if halted:
         # ASan counts nothing past the report it halted at: say so, invent no total
         line += "; halted at the first (halt_on_error=1): later bad accesses not counted"
@@ -296,16 +328,19 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
-def merge_options(user: str = "", *, leaks: bool = False, plain: bool = False) -> str:
+def merge_options(
+    user: str = "", *, leaks: bool = False, plain: bool = False, fold: bool = False
+) -> str:
     """ASAN_OPTIONS: csorch's defaults (a checker run's or a command case's, with leak
-    detection when `leaks`; or a plain run's), then the user's, then what csorch
-    requires. The last setting of an option wins."""
-    defaults = PLAIN_OPTIONS if plain else DEFAULT_OPTIONS
+    detection when `leaks`; or a plain run's without the fold shim), then the user's, then
+    what csorch requires (and the shim, when `fold`). The last setting of an option wins."""
+    defaults = PLAIN_OPTIONS if plain and not fold else DEFAULT_OPTIONS
     parts = [
         *defaults,
         *(LEAK_OPTIONS if leaks and not plain else ()),
         *(p for p in re.split(r"[:\s]+", user) if p),
         *REQUIRED_OPTIONS,
+        *(asan_fold.OPTIONS if fold else ()),
     ]
     return ":".join(parts)
 
@@ -322,14 +357,27 @@ def wants_leak_check(options: Sequence[str]) -> bool:
 
 
 class Asan:
-    """ASan with the runtime at `runtime` (found through `compiler` when None)."""
+    """ASan with the runtime at `runtime` (found through `compiler` when None); with
+    `fold`, the report-fold shim (`asan_fold.build`) preloaded ahead of it."""
 
     name = NAME
     checkers = frozenset({Checker.MEMCHECK})
 
-    def __init__(self, runtime: Path | str | None = None, *, compiler: str = "gcc") -> None:
+    def __init__(
+        self,
+        runtime: Path | str | None = None,
+        *,
+        compiler: str = "gcc",
+        fold: Path | str | None = None,
+    ) -> None:
         self.runtime = Path(runtime) if runtime is not None else None
         self.compiler = compiler
+        self.fold = Path(fold) if fold is not None else None
+
+    def build_fold(self, directory: Path) -> Path:
+        """Build (or find built) the fold shim under `directory`; later wraps preload it."""
+        self.fold = asan_fold.build(self.compiler, directory)
+        return self.fold
 
     def _runtime(self) -> Path:
         if self.runtime is None:
@@ -355,14 +403,15 @@ class Asan:
         log_path: Path | None = None,
         plain: bool = False,
     ) -> Wrapped:
-        """Preload the runtime and set ASAN_OPTIONS. `options` (compute-sanitizer's) do
-        not apply, except `--leak-check full`, which turns on LeakSanitizer; `log_path` is
-        unused: reports go to stderr. `plain`: a run without a checker whose instrumented
-        build needs the runtime to load."""
+        """Preload the runtime (the fold shim first, if any) and set ASAN_OPTIONS.
+        `options` (compute-sanitizer's) do not apply, except `--leak-check full`, which
+        turns on LeakSanitizer; `log_path` is unused: reports go to stderr. `plain`: a run
+        without a checker whose instrumented build needs the runtime to load."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
-        preload = " ".join(p for p in (str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
+        shim = str(self.fold) if self.fold else ""
+        preload = " ".join(p for p in (shim, str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
         delta = (
             (
                 "ASAN_OPTIONS",
@@ -370,6 +419,7 @@ class Asan:
                     env.get("ASAN_OPTIONS", ""),
                     leaks=wants_leak_check(options),
                     plain=plain,
+                    fold=bool(shim),
                 ),
             ),
             ("LD_PRELOAD", preload),

@@ -249,8 +249,9 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
         last = case
         body.append([_code(rows.short(node)), *cells])
     legend = (
-        "Each cell: the test's outcome over its repeats; under a checker, the findings "
-        "attributed to the node (`3 in 2/3`: 3 findings, in 2 of 3 repeats). "
+        "Each cell: the test's outcome over its repeats; under a checker, the reports "
+        "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; ASan's folded "
+        "repeats included). "
         "`?`: inconclusive evidence (see *What was not run*); `–`: not run there."
     )
     return ["### Outcomes per case node", "", legend, "", *_table(header, body)]
@@ -308,7 +309,10 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
         for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0])
         if top
     ]
-    note = "Counts are findings (repeats with the signature out of N); ids are fingerprints."
+    note = (
+        "Counts are reports, ASan's folded repeats included (repeats with the signature "
+        "out of N); ids are fingerprints."
+    )
     out = [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
     if tolerated:
         out += ["Suppressed or allowed (kept, not weighed by the verdict):", ""]

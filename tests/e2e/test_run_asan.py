@@ -5,7 +5,8 @@
   controls and none in the patch, verdict causal (exit 0); a second run rebuilds
   nothing (read from the bundle, not from timing).
 - a subject that is not qext: a C program with a planted out-of-bounds read and its fix
-  as a patch, a `command` build (make) and a `command` case.
+  as a patch, a `command` build (make) and a `command` case; and one whose use-after-free
+  inside a loop floods ASan (3000 reports, one printed, the rest counted).
 - cudabugs, the CUDA programs' subject: the two with a host build (the out-of-bounds
   write, and the leak under `--leak-check full`) through `csorch gate`, causal (exit 0);
   with the out-of-bounds fix removed, the gate is red (exit 1). About 15 s in all.
@@ -90,6 +91,11 @@ def findings(results: dict, variant: str, run: str, case: str) -> list[dict]:
     ]
 
 
+def reports(found: list[dict]) -> int:
+    """Bad accesses: each printed report plus the repeats the fold shim counted for it."""
+    return sum(1 + f.get("folded", 0) for f in found)
+
+
 @cpu_torch_only
 def test_rng_ownership_is_causal_under_asan(rng) -> None:
     tmp, first, _ = rng
@@ -103,7 +109,8 @@ def test_rng_ownership_is_causal_under_asan(rng) -> None:
         "rebuilt": ("jit", True, False),
         "installed": ("wheel", True, False),
     }
-    # both controls: the freed RNG state read in every unfused case, 8 reports each
+    # both controls: the freed RNG state read in every unfused case, 8 reads each (the
+    # first of each instruction printed, its repeats in the case counted)
     for control in ("rebuilt", "installed"):
         uaf = findings(results, control, "memcheck", "rng-unfused")
         assert uaf and {(f["kind"], f["access"], f["size"]) for f in uaf} == {
@@ -111,7 +118,7 @@ def test_rng_ownership_is_causal_under_asan(rng) -> None:
         }
         per_case: dict[str, int] = {}
         for f in uaf:
-            per_case[f["case"]] = per_case.get(f["case"], 0) + 1
+            per_case[f["case"]] = per_case.get(f["case"], 0) + 1 + f["folded"]
         assert len(per_case) == 9 and set(per_case.values()) == {8}, per_case
         assert findings(results, control, "memcheck", "rng-fused") == []
     assert findings(results, "patched", "memcheck", "rng-unfused") == []
@@ -169,6 +176,37 @@ def test_a_c_program_under_asan(tmp_path: Path) -> None:
     assert all(b["binaries"][0]["path"] == "tree/pick" for b in manifest["builds"])
 
 
+def test_a_flooding_c_program_is_counted_not_printed(tmp_path: Path) -> None:
+    """Issue #14: a use-after-free read inside a loop (c-flood.yaml, 3000 reads from one
+    pc) as a command subject: the fold shim prints the first report and counts the rest,
+    in the checker run and in the plain run; the true count reaches the case's row."""
+    out = tmp_path / "out"
+    done = csorch(
+        str(FIXTURES / "c-flood.yaml"),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    results, manifest = load(out)
+    control = findings(results, "control", "memcheck", "flood")
+    assert [(f["kind"], f["case"], 1 + f["folded"]) for f in control] == [
+        ("heap-use-after-free", "flood", 3000)
+    ]
+    (row,) = [c for c in results["cases"] if (c["variant"], c["run"]) == ("control", "memcheck")]
+    assert row["summary_count"] == 3000 and [s["count"] for s in row["signatures"]] == [3000]
+    assert findings(results, "fixed", "memcheck", "flood") == []
+    assert results["verdict"] == "pass"
+    # the plain run folds too (it is not judged by its reports, but it must not crawl)
+    (plain,) = [a for a in manifest["attempts"] if (a["variant"], a["run"]) == ("control", "plain")]
+    log = (out / plain["launches"][0]["log"]).read_text()
+    assert log.count("ERROR: AddressSanitizer") == 1 and "2999 more READ of size 8" in log
+    assert len(manifest["backend"]["fold_shim_sha256"]) == 64
+
+
 def gate(config: Path, out: Path, cache: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", "gate", str(config), "--backend", "asan",
@@ -194,11 +232,13 @@ def test_the_cudabugs_host_programs_are_causal_under_asan(
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "gate: PASS" in done.stdout
     oob, _ = load(tmp_path / "gate" / "cudabugs-oob-write")
-    # one report per thread past the end: 1024 launched for 1000 elements
+    # one bad write per thread past the end: 1024 launched for 1000 elements, one
+    # instruction (printed once, the other 23 counted)
     control = findings(oob, "control", "memcheck", "oob_write")
-    assert [(f["kind"], f["access"], f["size"]) for f in control] == [
+    assert {(f["kind"], f["access"], f["size"]) for f in control} == {
         ("heap-buffer-overflow", "write", 4)
-    ] * 24
+    }
+    assert reports(control) == 24
     assert all(f["frames"][0]["function"].startswith("fill_squares") for f in control)
     assert findings(oob, "fixed", "memcheck", "oob_write") == []
     leak, manifest = load(tmp_path / "gate" / "cudabugs-leak")
@@ -223,4 +263,4 @@ def test_a_removed_cudabugs_fix_turns_the_gate_red(tmp_path: Path, cudabugs_cach
     assert verdict["verdict"] == "fail"
     assert verdict["reasons"][0].startswith("cudabugs-oob-write-nofix: the fix is not causal")
     nofix, _ = load(tmp_path / "gate" / "cudabugs-oob-write-nofix")
-    assert len(findings(nofix, "fixed", "memcheck", "oob_write")) == 24
+    assert reports(findings(nofix, "fixed", "memcheck", "oob_write")) == 24

@@ -52,6 +52,23 @@ def test_frame_forms(text: str, expected: Frame) -> None:
     assert frame(text) == expected
 
 
+def test_a_long_run_of_spaces_in_a_frame_reads_at_once() -> None:
+    """A damaged frame line with 200,000 spaces (the fuzzer's huge_line): the earlier lazy
+    patterns backtracked over the run for every position in it (about a minute for
+    this line); the suffix patterns read it in one pass, to the same frame."""
+    spaces = " " * 200_000
+    line = f"    #2 0x7f00 in __libc_start_call_main ../sysdeps/nptl/libc_st{spaces}art_main.h:58"
+    got = frame(line)
+    assert (got.function, got.file, got.line) == (
+        "__libc_start_call_main ../sysdeps/nptl/libc_st",
+        "art_main.h",
+        58,
+    )
+    got = frame(f"    #1 0x7f00 in f{spaces}(/lib/libffi.so.8+0x6f79) (BuildId: 4f2a)")
+    assert (got.function, got.module) == ("f", "/lib/libffi.so.8")
+    assert frame(f"    #1 0x7f00 in f{spaces}x").function.endswith(" x")
+
+
 def test_segv_report_takes_the_access_from_the_signal_line() -> None:
     result = parse(
         [

@@ -287,33 +287,61 @@ def test_an_asan_run_is_wrapped_and_parsed(tmp_path: Path, suite: Path, built: B
     assert "LD_PRELOAD" in dict(plain.env) and plain.checker is Checker.NONE and plain.conclusive
 
 
-def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, built: Build):
-    """Issue #14: a use-after-free in a loop (src/flood.c, 3000 bad reads a case) reports
-    every read in recover mode, the default (minutes, ~88 MB of log for 2 x 5000). A run
-    that sets `ASAN_OPTIONS: halt_on_error=1` stops each case at its first report and
-    continues the rest in a fresh process; a plain run reports the pc once and runs to
-    its end. About 5 s: one gcc, 3 processes."""
-    try:
-        asan = Asan()
-        asan.probe()
-    except CheckerUnavailable as exc:
-        pytest.skip(str(exc))
+def _flood_context(tmp_path: Path, asan: Asan, memcheck_env=()) -> execute.Context:
+    """case_flood.py over src/flood.c built with ASan: 3000 bad reads in each of two cases,
+    none in the case between them."""
     lib = tmp_path / "libflood.so"
     src = Path(__file__).resolve().parents[1] / "fixtures" / "asan" / "src"
     cc = ["gcc", *asan.build_flags().cflags, "-shared", "-fPIC", str(src / "flood.c")]
     subprocess.run([*cc, "-o", str(lib)], check=True)
     env = (("CSORCH_FIXTURE_LIB", str(lib)), ("FLOOD_N", "3000"))
     ctx = context(tmp_path, src / "case_flood.py", env=env, checker=asan)
-    ctx = dataclasses.replace(
-        ctx,
-        experiment=dataclasses.replace(
-            ctx.experiment,
-            runs=(
-                *ctx.experiment.runs[:1],
-                Run("memcheck", Checker.MEMCHECK, env=(*env, ("ASAN_OPTIONS", "halt_on_error=1"))),
-            ),
-        ),
-    )
+    memcheck = Run("memcheck", Checker.MEMCHECK, env=(*env, *memcheck_env))
+    experiment = dataclasses.replace(ctx.experiment, runs=(*ctx.experiment.runs[:1], memcheck))
+    return dataclasses.replace(ctx, experiment=experiment, asan_fold=asan.fold)
+
+
+def _asan() -> Asan:
+    try:
+        asan = Asan()
+        asan.probe()
+    except CheckerUnavailable as exc:
+        pytest.skip(str(exc))
+    return asan
+
+
+def test_a_report_flood_is_counted_not_printed(tmp_path: Path, built: Build) -> None:
+    """Issue #14: a use-after-free in a loop printed every read (minutes, ~88 MB of log for
+    2 x 5000). With the fold shim each flooding case prints its first report and counts
+    the rest, in one process: the true count per case, a log of kilobytes; the plain run
+    too. About 3 s: two gcc, 2 processes."""
+    asan = _asan()
+    asan.build_fold(tmp_path / "fold")
+    ctx = _flood_context(tmp_path, asan)
+    instrumented = dataclasses.replace(built, sanitizer="address")
+    a = execute.execute(Job("v", "memcheck", "suite", 0), instrumented, ctx)
+    assert a.conclusive and len(a.launches) == 1
+    per_case = {f.case.rsplit("::", 1)[-1]: (f.kind, f.count) for f in a.findings}
+    assert per_case == {
+        "test_flood_first": ("heap-use-after-free", 3000),
+        "test_flood_again": ("heap-use-after-free", 3000),
+    }
+    assert a.parse.summary_count == a.parse.records == 6000 and len(a.findings) == 2
+    assert set(outcomes(a).values()) == {Outcome.PASSED}  # recover mode: it goes on
+    assert (tmp_path / "bundle" / a.log).stat().st_size < 100_000  # not 6000 x ~9 KB
+    plain = execute.execute(Job("v", "plain", "suite", 0), instrumented, ctx)
+    assert len(plain.launches) == 1 and set(outcomes(plain).values()) == {Outcome.PASSED}
+    plain_log = (tmp_path / "bundle" / plain.log).read_text()
+    assert plain_log.count("ERROR: AddressSanitizer") == 2  # one per case, each counted
+    assert plain_log.count("csorch-asan-fold: 2999 more READ of size 8") == 2
+
+
+def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, built: Build):
+    """A run that sets `ASAN_OPTIONS: halt_on_error=1` stops each case at its first report
+    and continues the rest in a fresh process (later reads not counted), shim or not.
+    About 5 s: one gcc, 3 processes."""
+    asan = _asan()
+    ctx = _flood_context(tmp_path, asan, (("ASAN_OPTIONS", "halt_on_error=1"),))
     instrumented = dataclasses.replace(built, sanitizer="address")
     a = execute.execute(Job("v", "memcheck", "suite", 0), instrumented, ctx)
     assert a.conclusive and len(a.launches) == 2  # the last case's halt needs no third
@@ -329,11 +357,7 @@ def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, buil
     }
     assert all("halted at the first" in line for line in a.parse.summary_lines)
     logs = [tmp_path / "bundle" / launch.log for launch in a.launches]
-    assert sum(log.stat().st_size for log in logs) < 100_000  # not 3000 reports of ~4.5 KB
-    plain = execute.execute(Job("v", "plain", "suite", 0), instrumented, ctx)
-    assert len(plain.launches) == 1 and set(outcomes(plain).values()) == {Outcome.PASSED}
-    plain_log = (tmp_path / "bundle" / plain.log).read_text()
-    assert plain_log.count("ERROR: AddressSanitizer") == 1  # one pc, reported once
+    assert sum(log.stat().st_size for log in logs) < 100_000  # not 3000 reports of ~9 KB
 
 
 def test_merge_is_complete_only_when_every_launch_is() -> None:

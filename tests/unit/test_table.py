@@ -99,6 +99,16 @@ def test_cells_show_outcomes_and_finding_counts() -> None:
     assert "ctl / memcheck: 8 x asan heap-use-after-free read size 8" in sigs
 
 
+def test_a_folded_asan_finding_counts_as_its_reports() -> None:
+    """Issue #14: one printed report standing for 5000 reads shows as 5000, in the cell
+    and in the signature line."""
+    flood = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, case=NODE, count=5000)
+    attempts = [attempt("ctl", "memcheck", Outcome.PASSED, [flood])]
+    assert "passed 5000" in text(table.cases_table(EXPERIMENT, [], attempts))
+    sigs = text(table.signatures(EXPERIMENT, attempts))
+    assert "ctl / memcheck: 5000 x asan heap-use-after-free read size 8" in sigs
+
+
 def test_repeats_and_the_verdict_line() -> None:
     attempts = [
         attempt("ctl", "memcheck", Outcome.PASSED, [UAF] * 8),

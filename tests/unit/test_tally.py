@@ -68,6 +68,16 @@ def test_the_checker_count_is_summed_beside_the_parsed_one_and_plain_runs_have_n
     assert row.summary_count is None and row.conclusive and row.outcome is Outcome.FAILED
 
 
+def test_a_signature_counts_the_reports_an_asan_finding_folded() -> None:
+    uaf = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, frames=(Frame("flood"),))
+    folded = ParseResult((dataclasses.replace(uaf, count=5000), uaf), 5001, 0, True)
+    attempt = Attempt("v", "memcheck", "c", 0, Checker.ASAN, outcome=Outcome.PASSED, parse=folded)
+    (row,) = tally.case_results([attempt])
+    # two printed records, one of them standing for 5000 reads (4999 counted by the shim)
+    assert row.conclusive and (row.findings, row.summary_count) == (5001, 5001)
+    assert [(s.count, s.repeats) for s in row.signatures] == [(5001, 1)]
+
+
 def test_rows_come_in_the_order_of_the_attempts_and_round_trip() -> None:
     rows = tally.case_results([memcheck(0, case="b"), memcheck(0, case="a"), memcheck(1, case="b")])
     assert [(r.case, len(r.outcomes)) for r in rows] == [("b", 2), ("a", 1)]
