@@ -55,8 +55,9 @@ endif
 slurm-deps:
 	bash tools/slurm_deps.sh
 
+# the slowest tests are listed at the end: CI has a 20-minute budget to keep
 test: setup slurm-deps
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
 # the parsers and config loaders under hypothesis's long profile (>= 100,000 inputs per
 # parser, fresh random each time; CI runs the quick profile inside `make test`), then
