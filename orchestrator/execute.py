@@ -21,7 +21,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,15 +156,25 @@ def _suppressing(parse: Parser, records: Sequence[Suppression]) -> Parser:
     return lambda lines: suppressions.mark(parse(lines), records)
 
 
-def _read(path: Path) -> list[str]:
+def _lines(path: Path) -> Iterator[str]:
+    """The log's lines, streamed: a checker's log can run to gigabytes, and the parsers
+    keep only what they count (a missing log has none)."""
     try:
-        return path.read_text(errors="replace").splitlines()
+        with open(path, encoding="utf-8", errors="replace") as f:
+            yield from f
     except FileNotFoundError:
-        return []
+        return
 
 
-def _last_words(lines: list[str]) -> str:
-    """The log's last informative line (pytest's collection error, a traceback's end)."""
+def _last_words(path: Path, tail: int = 64 * 1024) -> str:
+    """The log's last informative line (pytest's collection error, a traceback's end),
+    from its last `tail` bytes."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - tail))
+            lines = f.read().decode("utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        lines = []
     for line in reversed(lines):
         text = line.strip()
         if text and not text.startswith("[csorch-") and not text.startswith(("Stats:", "  ")):
@@ -250,10 +260,10 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         result, rel = _launch(
             job, k, argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
         )
-        lines = _read(ctx.root / rel)
-        report = nodes.read(lines)
+        log = ctx.root / rel
+        report = nodes.read(_lines(log))
         gpus.append(report.gpu)
-        parses.append(parse(lines))
+        parses.append(parse(_lines(log)))
         kept = list(report.nodes)
         if report.context_lost:  # what ran after the context died proves nothing
             kept = kept[: report.began.index(report.context_lost) + 1]
@@ -283,9 +293,9 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         if report.finished or not kept:
             if not results and not error:
                 why = PYTEST_BROKEN.get(status, f"exit status {result.returncode}")  # type: ignore[arg-type]
-                error = f"pytest ran no case ({why}): {_last_words(lines)}"
+                error = f"pytest ran no case ({why}): {_last_words(log)}"
             elif status in (3, 4):
-                error = f"pytest {PYTEST_BROKEN[status]}: {_last_words(lines)}"
+                error = f"pytest {PYTEST_BROKEN[status]}: {_last_words(log)}"
             break
     return _attempt(job, run, ctx, launches, results, parses, timed_out, error, gpus)
 
@@ -306,8 +316,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         else Outcome.FAILED
     )
     detail = "timed out" if result.timed_out else f"killed by signal {-rc}" if rc < 0 else ""
-    lines = _read(ctx.root / rel)
-    parsed = parse(lines)
+    parsed = parse(_lines(ctx.root / rel))
     # a command has no case markers: everything it reports is this case's
     parsed = dataclasses.replace(
         parsed,
@@ -325,7 +334,8 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         [parsed],
         result.timed_out,
         "",
-        [nodes.read(lines).gpu],  # a program may name its GPU with the plugin's line
+        # a program may name its GPU with the plugin's line
+        [nodes.read(_lines(ctx.root / rel)).gpu],
     )
 
 
