@@ -62,6 +62,22 @@ __device__ __forceinline__ uint4 encode16(const float (&v)[16], int e) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Byte b of the 16 codes in q (little-endian words, as a 16-byte store lays them out).
+__device__ __forceinline__ uint8_t code_byte(const uint4& q, int b) {
+  const uint32_t w = b < 4 ? q.x : b < 8 ? q.y : b < 12 ? q.z : q.w;
+  return static_cast<uint8_t>(w >> (8 * (b % 4)));
+}
+
+// 16 codes to global memory: one 16-byte store where the buffers are aligned (vec).
+__device__ __forceinline__ void store16(uint8_t* dst, const uint4& q, bool vec) {
+  if (vec) {
+    *reinterpret_cast<uint4*>(dst) = q;
+  } else {
+#pragma unroll
+    for (int b = 0; b < 16; ++b) dst[b] = code_byte(q, b);
+  }
+}
+
 // vec: x and both data buffers are 16-byte aligned. Each block quantizes kTilesPerBlock
 // tiles along K, loading the next tile's part before it works on the current one, so
 // that every thread keeps a load in flight while it computes (the kernel is bound by
@@ -99,15 +115,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       if (row.data != nullptr) {
         const int e = block_exponent(v);
         if (valid) {
-          const uint4 q = encode16(v, e);
-          uint8_t* dst = row.data + r * K + c;
-          if (vec) {
-            *reinterpret_cast<uint4*>(dst) = q;
-          } else {
-            const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-            for (int b = 0; b < 16; ++b) dst[b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
-          }
+          store16(row.data + r * K + c, encode16(v, e), vec);
           if ((blk & 1) == 0) {
             const int64_t j = c / kMxfp8Block;
             row.scale[row.swizzled ? static_cast<int64_t>(swizzle_offset(r, j, row.swizzle_cols))
@@ -133,11 +141,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const int e = block_exponent(v);
       if (k < K && m < M) {
         const uint4 q = encode16(v, e);
-        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          codes[btile_index(16 * blk + j, minor)] = static_cast<uint8_t>(w[j / 4] >> (8 * (j % 4)));
-        }
+        for (int j = 0; j < 16; ++j) codes[btile_index(16 * blk + j, minor)] = code_byte(q, j);
         if ((blk & 1) == 0) {
           const int64_t i = m / kMxfp8Block;
           col.scale[col.swizzled ? static_cast<int64_t>(swizzle_offset(k, i, col.swizzle_cols))
@@ -152,15 +157,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const int rr = warp * 8 + (lane >> 2), cq = lane & 3;
       const int64_t r = R0 + rr, c = C0 + 16 * cq;
       if (r < M && c < K) {  // K % 32 == 0: a chunk is inside x when its start is
-        const uint4 q = *reinterpret_cast<const uint4*>(&codes[btile_index(rr, 16 * cq)]);
-        uint8_t* dst = col.data + r * K + c;
-        if (vec) {
-          *reinterpret_cast<uint4*>(dst) = q;
-        } else {
-          const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-          for (int b = 0; b < 16; ++b) dst[b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
-        }
+        store16(col.data + r * K + c,
+                *reinterpret_cast<const uint4*>(&codes[btile_index(rr, 16 * cq)]), vec);
       }
     }
   }
