@@ -259,7 +259,11 @@ def _tool(probe: ToolInfo | CheckerUnavailable) -> tuple[str, str]:
     return ("", "") if isinstance(probe, CheckerUnavailable) else (probe.version, probe.path)
 
 
-def probe_checkers() -> tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]:
+#: (compute-sanitizer, ASan): each found, or why not
+Checkers = tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]
+
+
+def probe_checkers() -> Checkers:
     """(compute-sanitizer, ASan) as `backends.choose` wants them."""
     found: list[ToolInfo | CheckerUnavailable] = []
     for backend in (ComputeSanitizer(), Asan()):
@@ -268,9 +272,6 @@ def probe_checkers() -> tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerU
         except CheckerUnavailable as exc:
             found.append(exc)
     return found[0], found[1]
-
-
-Checkers = tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]
 
 
 class Facts:
