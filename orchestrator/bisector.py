@@ -22,7 +22,7 @@ from orchestrator import bisect, journal, probe, workflow
 from orchestrator.bisect import Bisection, Commit, Status
 from orchestrator.bundle import atomic_write
 from orchestrator.errors import CsorchError
-from orchestrator.host import Host
+from orchestrator.host import Facts
 from orchestrator.probe import Evaluation, Subject
 from orchestrator.serial import Record
 
@@ -142,7 +142,7 @@ def drive(
     out: Path,
     state: State,
     subj: Subject,
-    host: Host,
+    facts: Facts,
     reporter: Reporter,
     executor: workflow.Executor | None = None,
 ) -> State:
@@ -167,7 +167,7 @@ def drive(
         )
         reporter.step_started(number, commit, status)
         spec = probe.at_commit(search.repo, commit.sha, search.subdir)
-        evaluation = probe.evaluate(subj, spec, options, host, reporter.run_events)
+        evaluation = probe.evaluate(subj, spec, options, facts, reporter.run_events)
         bundle = evaluation.bundle.relative_to(out.resolve()) if evaluation.bundle else None
         step = Step(number, commit, status.role, dataclasses.replace(evaluation, bundle=bundle))
         state = dataclasses.replace(

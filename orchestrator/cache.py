@@ -144,6 +144,18 @@ class Cache:
         os.rename(entry, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
 
+    def drop(self, k: str) -> bool:
+        """Remove one entry now (its key proved wrong), unless a run holds or uses it;
+        True when it was removed."""
+        with (
+            self.lock(k, blocking=False) as held,
+            self.lock(k, blocking=False, kind="pin") as unused,
+        ):
+            if not (held and unused) or not self.entry(k).exists():
+                return False
+            self._remove(self.entry(k))
+        return True
+
     def entries(self) -> list[tuple[float, str, int]]:
         """(last used, key, bytes) of every published entry, least recent first."""
         out = []

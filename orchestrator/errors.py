@@ -116,6 +116,26 @@ class ProcessStartError(CsorchError):
         )
 
 
+class HostMismatch(CsorchError):
+    """Torch's own answer about the host (`import torch`, joined behind the builds)
+    contradicts a fast fact (torch/version.py, nvidia-smi) that the builds were keyed by
+    or the backend was chosen on: names the fact and both values (host.py)."""
+
+    def __init__(self, fact: str, fast: object, full: object, *, detail: str = "") -> None:
+        self.fact = fact
+        self.fast = fast
+        self.full = full
+        said = f" ({detail})" if detail else ""
+        super().__init__(
+            f"the host's facts disagree: {fact} is {fast!r} by torch/version.py and "
+            f"nvidia-smi but {full!r} by `import torch`{said}; the builds were keyed by the "
+            "first, so no attempt runs on them",
+            hint="find why torch and nvidia-smi disagree (a driver too old for torch's CUDA, "
+            "GPUs torch cannot open, a broken torch install); with CUDA_DEVICE_ORDER="
+            "FASTEST_FIRST (CUDA's default) set, csorch asks torch before it builds",
+        )
+
+
 class BundleError(CsorchError):
     """A results bundle is missing, unreadable, of another schema, or fails a digest."""
 

@@ -32,7 +32,7 @@ from orchestrator.bisect import Mark
 from orchestrator.bundle import atomic_write
 from orchestrator.errors import CsorchError, SourceError
 from orchestrator.execute import checker_for
-from orchestrator.host import Host
+from orchestrator.host import Facts
 from orchestrator.judge import Hits
 from orchestrator.model import Build, Experiment, SourceKind, SourceSpec, TargetPattern, Variant
 from orchestrator.serial import Record
@@ -224,13 +224,13 @@ def evaluate(
     subj: Subject,
     spec: SourceSpec,
     options: workflow.Options,
-    host: Host,
+    facts: Facts,
     events: workflow.Events | None = None,
 ) -> Evaluation:
     """Build and run the tree `spec` names; the bundle goes to `options.out`."""
     start = time.monotonic()
     experiment = dataclasses.replace(subj.experiment, source=spec)
-    result = workflow.run_experiment(experiment, options, host, events)
+    result = workflow.run_experiment(experiment, options, facts, events)
     mark, reason, hits = decide(subj, result)
     built = result.builds[0] if result.builds else None
     tree = result.sources[0] if result.sources else None

@@ -3,10 +3,15 @@
 Each variant is materialized and built by a worker; as soon as its build is ready, its
 attempts are queued on the same pool, so running one variant overlaps building the next
 (data still moves forward only: an attempt never asks for a build). `jobs` bounds the
-child processes at any moment. A variant that fails to materialize or build is recorded
-with its error and its attempts as not run; the others carry on. The bundle is
-rewritten after every build and attempt; Ctrl-C stops the children, leaves the bundle
-marked incomplete, and re-raises. Nothing here prints: progress goes to `Events`.
+child processes at any moment. The builds start on the host's fast facts (host.py);
+torch's own answer is joined once they are under way, before the bundle is first
+written or any attempt runs, and a disagreement (HostMismatch) stops the run: its builds
+are stopped and the cache entries they made dropped (keyed by facts that did not hold).
+A variant that fails to materialize or build is recorded with its error and its
+attempts as not run; the others carry on. The bundle is rewritten after every build and
+attempt; Ctrl-C stops the children, leaves the bundle marked incomplete (only the
+journal, if torch's answer had not come yet), and re-raises. Nothing here prints:
+progress goes to `Events`.
 
 Progress is journaled (`journal.py`) as each build and attempt finishes; with
 `Options.resume` the run continues the one journaled in `out`: attempts whose records and
@@ -32,8 +37,8 @@ from typing import Any, Protocol
 from orchestrator import build, cache, execute, judge, proc, tally
 from orchestrator.backends import Asan, ComputeSanitizer, serves
 from orchestrator.bundle import Bundle, Snapshot
-from orchestrator.errors import BuildError, CsorchError
-from orchestrator.host import Host
+from orchestrator.errors import BuildError, CsorchError, HostMismatch
+from orchestrator.host import Facts
 from orchestrator.journal import Journal, ResumeError, attempt_logs, intact, resume_command
 from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
 from orchestrator.plan import Fanout, Job, plan
@@ -148,9 +153,11 @@ class _Run:
     """The state of one run, shared by the workers and the driving thread."""
 
     def __init__(
-        self, experiment: Experiment, options: Options, host: Host, events: Events
+        self, experiment: Experiment, options: Options, facts: Facts, events: Events
     ) -> None:
         self.experiment, self.options, self.events = experiment, options, events
+        self.facts, self.settled = facts, False
+        host = facts.fast  # what torch's answer cannot change (its torch fields aside)
         self.cancel = threading.Event()
         self.lock = threading.Lock()
         # a cluster executor's variants each wait on the queue in a thread of their own
@@ -193,7 +200,7 @@ class _Run:
                     else {}
                 ),
             },
-            host=host,
+            host=host,  # torch's answer replaces it before the first write (settle)
             options={
                 "repeat": options.repeat,
                 "devices": list(options.devices),
@@ -229,8 +236,30 @@ class _Run:
             asan_runtime=runtime,
             asan_fold=fold,
             cancel=self.cancel,
-            gpu_uuids=() if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids,
         )
+
+    def settle(self) -> None:
+        """Join torch's answer (`Facts.full`; HostMismatch where it contradicts the fast
+        facts the builds were keyed by) and write the bundle's first version with it."""
+        host = self.facts.full()
+        self.snap.host = host
+        # CUDA's UUIDs by index: not the child's under csorch's own CUDA_VISIBLE_DEVICES
+        uuids = () if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids
+        self.exec_ctx = dataclasses.replace(self.exec_ctx, gpu_uuids=uuids)
+        self.settled = True
+        self.bundle.write(self.snap)
+
+    def discard(self, builds: list[cf.Future]) -> None:
+        """After a HostMismatch: stop the builds and drop the cache entries they made."""
+        self.cancel.set()
+        made = []
+        for future in builds:
+            if not future.cancel() and future.exception() is None:
+                _, built = future.result()
+                made += [built.cache_key] if built.ok and not built.cached else []
+        self.cache.release()  # this run's own pins would keep them
+        for key in made:
+            self.cache.drop(key)
 
     def begin(self) -> None:
         """Open the journal: a new one, or (resume) the old one, checked to be this run's,
@@ -339,6 +368,11 @@ class _Run:
         pending: dict[cf.Future, object] = {
             pool.submit(self.prepare, v): v for v in self.experiment.variants
         }
+        try:  # the builds are under way: torch's answer now, before any record or attempt
+            self.settle()
+        except HostMismatch:
+            self.discard(list(pending))
+            raise
         while pending:
             finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
             for future in finished:
@@ -424,16 +458,16 @@ def _key(item: Job | Attempt) -> tuple[str, str, str, int, str]:
 
 
 def run_experiment(
-    experiment: Experiment, options: Options, host: Host, events: Events | None = None
+    experiment: Experiment, options: Options, facts: Facts, events: Events | None = None
 ) -> RunResult:
-    """Run one experiment end to end; the bundle is in `options.out`."""
+    """Run one experiment end to end; the bundle is in `options.out`. HostMismatch when
+    torch's answer contradicts the fast facts (no attempt ran, no bundle written)."""
     experiment = with_repeats(experiment, options.repeat)
-    state = _Run(experiment, options, host, events or Events())
+    state = _Run(experiment, options, facts, events or Events())
     pool = cf.ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
         state.begin()
         state.events.planned([v.name for v in experiment.variants], len(state.jobs))
-        state.bundle.write(state.snap)
         drove = False
         try:
             state.drive(pool)
@@ -444,7 +478,7 @@ def run_experiment(
             state.cancel.set()
             pool.shutdown(wait=True, cancel_futures=True)
             state.waiters.shutdown(wait=True)  # after scancel: nothing left queued
-            if not drove:
+            if not drove and state.settled:  # unsettled: the journal alone, to resume
                 state.conclude(complete=False)
         state.cache.evict(keep=[b.cache_key for b in state.snap.builds if b.ok])
         judgement = state.conclude(complete=True)

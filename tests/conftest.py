@@ -3,10 +3,12 @@ any path)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,105 @@ def cprog_bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         assert done.returncode == expected, done.stdout[-3000:] + done.stderr[-3000:]
         bundles[verdict] = out
     return bundles
+
+
+# --- a host made of real programs (tests/unit/test_host.py, test_workflow.py) -----------
+
+_FAKE_TORCH_INIT = '''\
+"""A stand-in torch: its facts come from fake.json beside it (written by the test)."""
+import json as _json
+import pathlib as _pathlib
+import time as _time
+
+_fake = _json.loads((_pathlib.Path(__file__).parent / "fake.json").read_text())
+if _fake.get("fail"):
+    raise ImportError(_fake["fail"])
+_time.sleep(_fake.get("import_s", 0.0))
+from torch import cuda  # noqa: E402
+try:
+    from torch import version
+except ImportError:  # no version.py: a test of the fast part's fallback
+    import types as _types
+    version = _types.SimpleNamespace(__version__="2.13.0+cu130", cuda="13.0")
+__version__ = _fake.get("version") or version.__version__
+if _fake.get("stamp"):  # when `import torch` ended, for the tests of the join's place
+    _pathlib.Path(_fake["stamp"]).write_text(repr(_time.time()))
+'''
+_FAKE_TORCH_CUDA = """\
+import json as _json
+import pathlib as _pathlib
+import types as _types
+
+_GPUS = _json.loads((_pathlib.Path(__file__).parent / "fake.json").read_text())["gpus"]
+
+def is_available():
+    return bool(_GPUS)
+
+def device_count():
+    return len(_GPUS)
+
+def get_device_name(i):
+    return _GPUS[i][0]
+
+def get_device_capability(i):
+    return tuple(int(x) for x in _GPUS[i][1].split("."))
+
+def get_device_properties(i):
+    return _types.SimpleNamespace(uuid=_GPUS[i][2])
+"""
+
+
+class FakeHost:
+    """A host made of real programs: a torch package first on PYTHONPATH (its version.py
+    as given; `import torch` slow, failing or contradicting it on demand; torch.cuda
+    reporting chosen GPUs) and an `nvidia-smi` script first on PATH printing chosen
+    lines. CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are unset."""
+
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.site, self.bin = root / "site", root / "bin"
+        (self.site / "torch").mkdir(parents=True)
+        self.bin.mkdir()
+        (self.site / "torch" / "__init__.py").write_text(_FAKE_TORCH_INIT)
+        (self.site / "torch" / "cuda.py").write_text(_FAKE_TORCH_CUDA)
+        old = os.environ.get("PYTHONPATH")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(self.site), old) if p))
+        monkeypatch.setenv("PATH", f"{self.bin}{os.pathsep}{os.environ['PATH']}")
+        for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+            monkeypatch.delenv(name, raising=False)
+        self.torch("__version__ = '2.13.0+cu130'\ncuda = '13.0'\n")
+        self.smi([], returncode=9)
+
+    def torch(
+        self,
+        version_py: str | None,
+        gpus: Sequence[tuple[str, str, str]] = (),
+        *,
+        import_s: float = 0.0,
+        version: str = "",
+        fail: str = "",
+        stamp: Path | None = None,
+    ) -> None:
+        """torch/version.py (None: none), and what `import torch` will say: GPUs as
+        (name, capability, uuid) in CUDA's order."""
+        path = self.site / "torch" / "version.py"
+        if version_py is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(version_py)
+        fake = {"gpus": [list(g) for g in gpus], "import_s": import_s, "version": version,
+                "fail": fail, "stamp": str(stamp or "")}  # fmt: skip
+        (self.site / "torch" / "fake.json").write_text(json.dumps(fake))
+
+    def smi(self, lines: Sequence[str], returncode: int = 0) -> None:
+        """What `nvidia-smi` prints (whatever it is asked) and its exit status."""
+        text = self.bin / "smi.txt"
+        text.write_text("".join(f"{line}\n" for line in lines))
+        script = self.bin / "nvidia-smi"
+        script.write_text(f"#!/bin/sh\ncat '{text}'\nexit {returncode}\n")
+        script.chmod(0o755)
+
+
+@pytest.fixture
+def fake_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHost:
+    """A FakeHost under tmp_path (a CUDA build of torch; nvidia-smi failing until told)."""
+    return FakeHost(tmp_path / "fake-host", monkeypatch)

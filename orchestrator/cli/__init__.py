@@ -83,15 +83,14 @@ def check_backend(name: str) -> None:
         )
 
 
-def choose_backend(requested: str) -> tuple[backends.Choice, host.Host]:
-    """The backend to run with and the host's facts; CsorchError for an unknown name or a
+def choose_backend(requested: str) -> tuple[backends.Choice, host.Facts]:
+    """The backend to run with and the host's facts (torch's own answer still coming:
+    the workflow joins it behind the builds); CsorchError for an unknown name or a
     checker asked for by name that is missing."""
     check_backend(requested)
-    checkers = host.probe_checkers()
-    facts = host.probe(sys.executable, checkers)
-    choice = backends.choose(
-        requested, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]
-    )
+    facts = host.start(sys.executable)
+    sanitizer, asan = facts.checkers
+    choice = backends.choose(requested, gpus=len(facts.fast.gpus), sanitizer=sanitizer, asan=asan)
     return choice, facts
 
 

@@ -190,7 +190,7 @@ def _resumed(resume: Path, cache_dir: Path | None, jobs: int | None) -> tuple[_A
 
 def _prepare(
     asked: _Asked, out_dir: Path | None, cache_dir: Path | None, jobs: int | None
-) -> tuple[Path, bisector.State, probe.Subject, host.Host]:
+) -> tuple[Path, bisector.State, probe.Subject, host.Facts]:
     """Everything a bisection needs before its first probe; CsorchError on bad input."""
     experiment = load_experiment(asked.config)
     choice, facts = choose_backend(asked.backend)
@@ -364,6 +364,9 @@ def probe_command(
         evaluation = probe.evaluate(subj, spec, options, facts)
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
+        raise typer.Exit(ProbeExit.ABORT) from None
+    except CsorchError as exc:  # the host's facts contradict each other: no commit judged
+        fail(exc)
         raise typer.Exit(ProbeExit.ABORT) from None
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -81,7 +81,7 @@ def _new_dir(path: Path) -> None:
         raise fail(exc) from None
 
 
-def _start(backend: str, out_dir: Path) -> tuple[backends.Choice, host.Host]:
+def _start(backend: str, out_dir: Path) -> tuple[backends.Choice, host.Facts]:
     """The backend to run with (announced), for results going to a new `out_dir`."""
     try:
         choice, facts = choose_backend(backend)
@@ -314,7 +314,7 @@ def gate_command(
                 raise fail(exc) from None
             out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
         try:
-            device_list = resolve_devices(devices, choice.backend, facts)
+            device_list = resolve_devices(devices, choice.backend, facts.fast)
         except CsorchError as exc:
             raise fail(exc) from None
         if device_list:

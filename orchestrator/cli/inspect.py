@@ -14,7 +14,7 @@ from rich.table import Table
 from orchestrator import __version__, backends, gatedir, host, verify
 from orchestrator.backends.base import ToolInfo
 from orchestrator.cli import ExitCode, app, err, fail, out
-from orchestrator.errors import BundleError, CheckerUnavailable
+from orchestrator.errors import BundleError, CheckerUnavailable, HostMismatch
 from orchestrator.model import RUN_CHECKERS, Checker
 
 _STYLE = {
@@ -130,13 +130,31 @@ def _checkers(backend: str) -> str:
     return line
 
 
+def _probe_line(probed: host.Facts, mismatch: HostMismatch | None) -> str:
+    """How a run learns the host: from the fast facts (torch's answer joined behind the
+    builds), or waiting for torch first, and why."""
+    if mismatch is not None:
+        return f"[bold red]disagrees[/]: {escape(mismatch.message)}"
+    if probed.waited:
+        return escape(f"waits for `import torch` before building: {probed.waited}")
+    return (
+        "fast: builds start on torch/version.py and nvidia-smi; `import torch` agrees "
+        "(joined before any attempt)"
+    )
+
+
 @app.command("doctor")
 def doctor_command() -> None:
     """What this machine offers csorch (GPUs, driver, checkers, torch, compilers) and which
     backend `--backend auto` would pick. Exit 0 when some backend is usable, else 3."""
-    checkers = host.probe_checkers()
-    facts = host.probe(sys.executable, checkers)
-    sanitizer, asan = checkers
+    probed = host.start(sys.executable)
+    facts = probed.wait()  # torch's own answer, as the bundle records it
+    sanitizer, asan = probed.checkers
+    mismatch: HostMismatch | None = None
+    try:
+        probed.full()
+    except HostMismatch as exc:
+        mismatch = exc
     nvcc = " ".join(p for p in (facts.nvcc_release, f"({facts.nvcc})" if facts.nvcc else "") if p)
     rows: list[tuple[str, list[str]]] = [
         ("csorch", [__version__]),
@@ -151,12 +169,14 @@ def doctor_command() -> None:
         ("cc", [escape(facts.cc) or "not found"]),
         ("c++", [escape(facts.cxx) or "not found"]),
         ("ASan runtime", _tool(asan, runtime=True)),
+        ("host probe", [_probe_line(probed, mismatch)]),
     ]
-    problem: CheckerUnavailable | None = None
+    problem: CheckerUnavailable | HostMismatch | None = mismatch
     try:
-        choice = backends.choose("auto", gpus=len(facts.gpus), sanitizer=sanitizer, asan=asan)
+        gpus = len(probed.fast.gpus)  # what a run decides on
+        choice = backends.choose("auto", gpus=gpus, sanitizer=sanitizer, asan=asan)
     except CheckerUnavailable as exc:
-        problem = exc
+        problem = problem or exc
         rows.append(("backend auto", [f"[bold red]none[/]: {escape(exc.reason)}"]))
     else:
         rows.append(("backend auto", [f"[bold]{choice.backend}[/]: {escape(choice.reason)}"]))
@@ -165,7 +185,7 @@ def doctor_command() -> None:
     for label, lines in rows:
         for i, line in enumerate(lines):
             out.print(f"{label if i == 0 else '':<{width}}{line}", highlight=False, soft_wrap=True)
-    if problem is not None:
+    if problem is not None:  # a run could not start (a mismatch is the first reported)
         err.print(f"[dim]hint:[/] {escape(problem.hint)}", highlight=False, soft_wrap=True)
         raise typer.Exit(ExitCode.INCONCLUSIVE)
     raise typer.Exit(ExitCode.PASS)

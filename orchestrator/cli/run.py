@@ -114,7 +114,7 @@ def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
 
 
 def run_one(
-    experiment: Experiment, options: workflow.Options, facts: host.Host, resume: str = ""
+    experiment: Experiment, options: workflow.Options, facts: host.Facts, resume: str = ""
 ) -> workflow.RunResult:
     """Run one experiment with progress bars, then print its table. Ctrl-C or SIGTERM
     leave the bundle marked incomplete, print the command that resumes (`resume`, else
@@ -132,7 +132,9 @@ def run_one(
             result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
     except KeyboardInterrupt:
         raise interrupted(resume or journal.resume_command("run", options.out)) from None
-    except CsorchError as exc:  # a resume refused (another run's journal, a changed source)
+    # a resume refused (another run's journal, a changed source), or the host's facts
+    # contradicting each other (HostMismatch)
+    except CsorchError as exc:
         raise fail(exc) from None
     except OSError as exc:  # the disk is full, the bundle directory went away
         again = resume or journal.resume_command("run", options.out)
@@ -228,7 +230,7 @@ def run_command(
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)
         choice, facts = choose_backend(backend)
-        device_list = resolve_devices(devices, choice.backend, facts) if runner is None else ()
+        device_list = resolve_devices(devices, choice.backend, facts.fast) if runner is None else ()
     except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
         raise fail(exc) from None
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)

@@ -32,7 +32,7 @@ import pytest
 from orchestrator import bundle, cache, journal, verify, workflow
 from orchestrator.config import load_experiment
 from orchestrator.errors import BundleError
-from orchestrator.host import Host
+from orchestrator.host import Facts
 from orchestrator.model import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,7 +257,7 @@ def test_a_tampered_log_or_journal_line_is_run_again(tmp_path: Path, finished) -
     assert verify.verify(out).ok
 
 
-def test_a_resume_of_another_run_is_refused(tmp_path: Path, finished, facts: Host) -> None:
+def test_a_resume_of_another_run_is_refused(tmp_path: Path, finished, facts: Facts) -> None:
     src, cache_dir = finished
     out = tmp_path / "out"
     shutil.copytree(src, out)
@@ -277,7 +277,7 @@ def test_a_resume_of_another_run_is_refused(tmp_path: Path, finished, facts: Hos
     assert again.returncode == 2 and f"csorch run --resume {out}" in again.stderr
 
 
-def test_a_changed_source_is_refused(tmp_path: Path, facts: Host) -> None:
+def test_a_changed_source_is_refused(tmp_path: Path, facts: Facts) -> None:
     shutil.copytree(FIXTURES, tmp_path / "fx")
     config = tmp_path / "fx" / "c-oob.yaml"
 
@@ -354,14 +354,14 @@ FAULTS = {
 
 
 @pytest.fixture(scope="module")
-def facts() -> Host:
+def facts() -> Facts:
     from orchestrator import host
 
-    return host.probe(sys.executable, host.probe_checkers())
+    return host.start(sys.executable)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Host, fault: str) -> None:
+def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str) -> None:
     pidfile = tmp_path / "pid"
     command = FAULTS[fault].replace("PIDFILE", str(pidfile))
     config = tmp_path / "faulty.yaml"
@@ -422,7 +422,7 @@ def _only_entry(cache_dir: Path, variant: str, out: Path) -> Path:
 
 @pytest.mark.parametrize("damage", ["half-written", "torn-metadata", "binary-changed"])
 def test_a_damaged_cache_entry_is_rebuilt(
-    tmp_path: Path, facts: Host, damage: str
+    tmp_path: Path, facts: Facts, damage: str
 ) -> None:
     def run(name: str) -> workflow.RunResult:
         options = workflow.Options(

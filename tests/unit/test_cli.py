@@ -193,3 +193,24 @@ def test_a_config_that_is_not_utf8_is_named(tmp_path: Path) -> None:
 def test_bad_devices_are_refused_with_every_problem(tmp_path: Path, devices: str, says: str):
     done = csorch("run", str(E2E / "c-oob.yaml"), "--devices", devices, cwd=tmp_path)
     assert done.returncode == cli.ExitCode.USAGE and says in done.stderr, done.stderr
+
+
+def test_a_host_whose_facts_disagree_stops_the_run_clearly(tmp_path: Path, fake_host) -> None:
+    """torch sees one GPU where nvidia-smi lists two: the builds (keyed by the fast facts)
+    ran, no attempt did, exit 2 with the fact, both values and what to do."""
+    one = [("NVIDIA H200", "9.0", "GPU-0")]
+    fake_host.torch("__version__ = '2.13.0+cu130'\ncuda = '13.0'\n", one)
+    fake_host.smi(["580.95.05, NVIDIA H200, 9.0"] * 2)
+    pythonpath = os.pathsep.join([str(ROOT), os.environ["PYTHONPATH"]])
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", str(E2E / "c-oob.yaml"), "--backend",
+         "asan", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": pythonpath, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert done.returncode == cli.ExitCode.USAGE, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "error: the host's facts disagree: the GPU count is 2 by torch/version.py and " \
+        "nvidia-smi but 1 by `import torch`" in done.stderr  # fmt: skip
+    assert "the builds were keyed by the first, so no attempt runs on them" in done.stderr
+    assert "hint:" in done.stderr and not (tmp_path / "out" / "results.json").exists()

@@ -76,3 +76,41 @@ def test_nvcc_release() -> None:
     assert host.nvcc_release(NVCC_VERSION.splitlines()) == "13.0.88"
     assert host.nvcc_release(["Build cuda_13.0.r13.0/compiler.36424714_0"]) == ""
     assert host.nvcc_release([]) == ""
+
+
+def _doctor(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """`csorch doctor` in a child, with the (fake) host's PATH and PYTHONPATH."""
+    pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", "doctor"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": pythonpath, "COLUMNS": "300", **env},
+    )
+
+
+def test_doctor_says_how_a_run_learns_the_host(tmp_path: Path, fake_host) -> None:
+    two = [("NVIDIA H200", "9.0", f"GPU-{i}") for i in range(2)]
+    fake_host.torch("__version__ = '2.13.0+cu130'\ncuda = '13.0'\n", two)
+    fake_host.smi(["580.95.05, NVIDIA H200, 9.0"] * 2)
+    fast = _doctor(tmp_path)
+    assert "builds start on torch/version.py and nvidia-smi" in _line(fast.stdout, "host probe")
+    assert "NVIDIA H200 (sm 9.0), NVIDIA H200 (sm 9.0)" in _line(fast.stdout, "GPUs")
+    assert "580.95.05" in _line(fast.stdout, "driver")
+    hidden = _doctor(tmp_path, CUDA_VISIBLE_DEVICES="1")
+    said = _line(hidden.stdout, "host probe")
+    assert "waits for `import torch` before building: CUDA_VISIBLE_DEVICES is set" in said
+
+
+def test_doctor_reports_facts_that_disagree_and_exits_3(tmp_path: Path, fake_host) -> None:
+    one = [("NVIDIA H200", "9.0", "GPU-0")]
+    fake_host.torch("__version__ = '2.13.0+cu130'\ncuda = '13.0'\n", one)
+    fake_host.smi(["580.95.05, NVIDIA H200, 9.0"] * 2)
+    done = _doctor(tmp_path)
+    assert done.returncode == cli.ExitCode.INCONCLUSIVE, done.stdout + done.stderr
+    said = _line(done.stdout, "host probe")
+    assert "disagrees" in said and "the GPU count is 2 by torch/version.py and nvidia-smi" in said
+    assert _line(done.stdout, "GPUs").split(maxsplit=1)[1] == "NVIDIA H200 (sm 9.0)"
+    assert "hint:" in done.stderr and "CUDA_DEVICE_ORDER=FASTEST_FIRST" in done.stderr

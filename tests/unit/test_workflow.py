@@ -3,13 +3,16 @@ whose patch does not apply is recorded and the others still run; events and bund
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from orchestrator import bundle, host, report, workflow
 from orchestrator.config import load_experiment
+from orchestrator.errors import HostMismatch
 from orchestrator.model import Checker, Outcome, Verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "e2e"
@@ -20,6 +23,10 @@ STALE = """\
 -    for (int i = 0; i < n - 1; ++i)
 +    for (int i = 0; i < n; ++i)
 """
+
+CUDA_VERSION_PY = (
+    "from typing import Optional\n__version__ = '2.13.0+cu130'\ncuda: Optional[str] = '13.0'\n"
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with ASan")
 
@@ -39,8 +46,8 @@ class Recorder(workflow.Events):
 
 
 @pytest.fixture(scope="module")
-def facts() -> host.Host:
-    return host.probe()
+def facts() -> host.Facts:
+    return host.start()
 
 
 def options(tmp_path: Path, **extra) -> workflow.Options:
@@ -127,3 +134,66 @@ def test_fan_out_over_devices(tmp_path: Path, facts, fanout) -> None:
     if fanout is workflow.Fanout.REPLICATE:
         assert "gpu0" in text and "gpu1" in text
         assert 'classname="c-oob.control.memcheck.gpu1"' in junit
+
+
+# --- the host's facts: builds on the fast ones, torch's answer joined before attempts ---
+
+H200_UUIDS = (
+    "GPU-5e2a1c9d-0000-4000-8000-000000000001",
+    "GPU-5e2a1c9d-0000-4000-8000-000000000002",
+)
+
+
+class Clock(workflow.Events):
+    """When the first build and the first attempt started (time.time, as the stamp)."""
+
+    def __init__(self) -> None:
+        self.builds: list[float] = []
+        self.attempts: list[float] = []
+
+    def build_started(self, variant):
+        self.builds.append(time.time())
+
+    def attempt_started(self, job):
+        self.attempts.append(time.time())
+
+
+def test_builds_start_before_torchs_answer_and_attempts_after_it(tmp_path: Path, fake_host):
+    stamp = tmp_path / "import-ended"
+    gpus = [("NVIDIA H200", "9.0", uuid) for uuid in H200_UUIDS]
+    fake_host.torch(CUDA_VERSION_PY, gpus, import_s=3.0, stamp=stamp)
+    fake_host.smi(["580.95.05, NVIDIA H200, 9.0"] * 2)
+    facts = host.start()
+    assert facts.waited == "" and facts.fast.gpu_uuids == ()
+    clock = Clock()
+    result = workflow.run_experiment(
+        load_experiment(FIXTURES / "c-oob.yaml"), options(tmp_path), facts, clock
+    )
+    assert result.judgement.verdict is Verdict.PASS
+    ended = float(stamp.read_text())  # when `import torch` ended in the probe's child
+    assert min(clock.builds) < ended < min(clock.attempts)
+    # the bundle records torch's answer: CUDA's UUIDs, which the fast facts never hold
+    _, manifest = bundle.read(result.bundle)
+    assert manifest["host"]["gpu_uuids"] == list(H200_UUIDS)
+    assert manifest["host"]["torch"] == "2.13.0+cu130"
+
+
+def test_a_contradiction_stops_the_run_before_any_attempt(tmp_path: Path, fake_host):
+    # nvidia-smi lists two GPUs, torch sees one (a MIG slice, a GPU it cannot open)
+    fake_host.torch(CUDA_VERSION_PY, [("NVIDIA H200", "9.0", H200_UUIDS[0])], import_s=5.0)
+    fake_host.smi(["580.95.05, NVIDIA H200, 9.0"] * 2)
+    clock = Clock()
+    experiment = load_experiment(FIXTURES / "c-oob.yaml")
+    with pytest.raises(HostMismatch) as caught:
+        workflow.run_experiment(experiment, options(tmp_path), host.start(), clock)
+    assert caught.value.fact == "the GPU count" and (caught.value.fast, caught.value.full) == (2, 1)
+    assert clock.builds and not clock.attempts  # built on the fast facts; nothing ran
+    out = tmp_path / "out"
+    assert not (out / bundle.RESULTS).exists()  # nothing recorded the contradicted host
+    # the builds (done in well under the 5 s of `import torch`) were keyed by facts that
+    # did not hold: their entries were dropped, so a run whose facts agree builds afresh
+    fake_host.torch(CUDA_VERSION_PY, [("NVIDIA H200", "9.0", u) for u in H200_UUIDS])
+    same_cache = dataclasses.replace(options(tmp_path), out=tmp_path / "again")
+    again = workflow.run_experiment(experiment, same_cache, host.start())
+    assert [b.cached for b in again.builds] == [False, False]
+    assert again.judgement.verdict is Verdict.PASS
