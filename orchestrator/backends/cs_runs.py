@@ -11,15 +11,18 @@ have that shape; they are counted if every line of theirs with a hole has the sa
 key item as the record's own line (`Dispatch.all_keyed`, over each line position's
 distinct texts at once): then `cs_skim` would have counted each of them with the same
 key, in the same case. Anything else stops the run at the first record that differs,
-which `cs_skim` (or the line-by-line path) reads as before.
+which `cs_skim` (or the line-by-line path) reads as before. A key keeps a few shapes;
+one whose records come one by one (a run of one costs more than `cs_skim`'s read) is
+tried only now and then.
 
 Why the shape keeps every other line exact: a hole matches only a number, which starts
-with a digit, and never a line end; so a line of a record that matches the shape starts
-as the record's own line does with any text without digits (the prefix and indentation,
-"Saved host backtrace", "Host Frame:"), is a header, detail line, host frame or bare
-prefix as that line is, and the record ends where it does. Lines without a hole are the
-record's own lines. The keys are the grammar's (`cs_dispatch`), read from the lines
-themselves: the shape only finds the run, it never decides what a line means.
+with a digit, and never a line end; so for any text T without digits (the prefix and
+indentation, "Saved host backtrace", "Host Frame:"), a line of a record that matches
+the shape starts with T when the record's own line does, and only then: it is a
+header, detail line, host frame or bare prefix as that line is, and the record ends
+where it does. Lines without a hole are the record's own lines. The keys are the
+grammar's (`cs_dispatch`), read from the lines themselves: the shape only finds the
+run, it never decides what a line means.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ MAX_CHARS = 1 << 18
 #: host backtrace (~9 KB), costs mostly the C-level scan of its lines whichever way it
 #: is counted, and splitting a run of them into lines would only add to that
 LONGEST = 2048
+#: shapes kept per key (records of a few shapes can alternate), and after how many of its
+#: records in a row with no run after them a key's next ones are tried once in BACKOFF
+SHAPES_PER_KEY = 4
+TRIES = 8
+BACKOFF = 64
 #: lines whose key item is remembered, and shapes compiled (each then forgotten at once)
 MEMO = 4096
 SHAPES = 256
@@ -78,7 +86,8 @@ class Runs:
         # "=========" or "========= " (a bare prefix: `cs_skim`'s `bare`), the record's end
         self.bare_re = re.compile(rf"{p}(?:\r*| [^\S\n]*)")
         self.reach = REACH
-        self.by_key: dict[tuple, Shape] = {}  # a skim key -> its latest shape
+        self.shapes: dict[tuple, list[Shape]] = {}  # a skim key -> its shapes, latest first
+        self.misses: dict[tuple, int] = {}  # a skim key -> its records since a run
         self.compiled: dict[str, Shape] = {}  # a shape's source -> its Shape
         self.known: dict[str, tuple] = {}  # a line -> its key item, once checked
 
@@ -87,28 +96,40 @@ class Runs:
         (where reading goes on, how many records after it were counted: 0 for none)."""
         if stop - start > LONGEST:
             return stop, 0
-        shape = self.by_key.get(key)
-        if shape is None or not _matches(shape, text, stop, stop + 2 * shape.size):
-            if shape is not None and _matches(shape, text, start, stop):
-                return stop, 0  # the record has its key's shape; the next one does not
-            own = self._shape(text, start, stop)
-            if own is None:
-                return stop, 0
-            shape = self.by_key[key] = own
-        at, total = stop, 0
+        misses = self.misses.get(key, 0)
+        if misses >= TRIES and misses % BACKOFF:  # this key's records come one by one
+            self.misses[key] = misses + 1
+            return stop, 0
+        shapes = self.shapes.setdefault(key, [])
+        found = next(filter(None, (self._runs(shape, text, stop) for shape in shapes)), None)
+        if found is None and not any(_matches(shape, text, start, stop) for shape in shapes):
+            own = self._shape(text, start, stop)  # the record's own
+            if own is not None:
+                shapes.insert(0, own)
+                del shapes[SHAPES_PER_KEY:]
+                found = self._runs(own, text, stop)
+        at, n = found or (stop, 0)
+        # a run of one costs more than the record read by `cs_skim`: that is a miss too
+        self.misses[key] = 0 if n > 1 else misses + 1
+        return at, n
+
+    def _runs(self, shape: Shape, text: str, at: int) -> tuple[int, int] | None:
+        """(the end, the count) of the records from `at` that `_run` counts, run after
+        run; None for none."""
+        total = 0
         while True:
-            at, n, checked = self._run(shape, text, at)
+            at, n, more = self._run(shape, text, at)
             total += n
-            if not n or not checked:
-                return at, total
+            if not more:
+                return (at, total) if total else None
 
     def _run(self, shape: Shape, text: str, at: int) -> tuple[int, int, bool]:
-        """(the end, the count, whether every record checked) of the records from `at`
-        that have `shape` and the key items of its lines, up to `reach` of them."""
+        """(the end, the count, whether more may follow) of the records from `at` that
+        have `shape` and the key items of its lines, up to `reach` of them."""
         end = min(len(text), at + min(MAX_CHARS, self.reach * shape.size))
         m = shape.regex.match(text, at, end)
         if m is None:
-            return at, 0, True
+            return at, 0, False
         lines = text[at : m.end()].split("\n")
         size = shape.lines
         records = (len(lines) - 1) // size
@@ -119,7 +140,9 @@ class Runs:
                 good = min(good, self._first_other(column, table, item))
         if good == records:
             self.reach = min(2 * self.reach, MAX_CHARS)
-            return m.end(), records, True
+            # the run stopped at `end`, not at a record of another shape
+            more = end < len(text) and end - m.end() < 2 * shape.size
+            return m.end(), records, more
         self.reach = REACH
         # the records before the first that differs: their lines and line ends
         return at + sum(map(len, lines[: good * size])) + good * size, good, False

@@ -22,6 +22,7 @@ HAZARDS = FIXTURES / "cudabugs-h200" / "race.control.racecheck-report-all.log"
 ANALYSIS = FIXTURES / "cudabugs-h200" / "race.control.racecheck-report-analysis.log"
 P = "========="
 RACE = Checker.RACECHECK
+KEY = ("a skim key",)
 
 
 def folded_whole(lines: list[str]) -> ParseResult:
@@ -45,12 +46,15 @@ def runs() -> cs_runs.Runs:
     return cs_runs.Runs(P, cs_log.HEADER_DISPATCH, cs_log.DETAIL_DISPATCH)
 
 
-def count_after_first(records: list[list[str]], runner: cs_runs.Runs | None = None):
-    """`Runs.count` for the first record of `records` (as `cs_skim` calls it once it has
-    counted that record): (the records counted after it, the text, where it stopped)."""
-    text = "\n".join(line for r in records for line in r) + "\n"
+def count_after_first(
+    records: list[list[str]], runner: cs_runs.Runs | None = None, text: str | None = None
+):
+    """`Runs.count` for the first record of `records`, as `cs_skim` calls it once it has
+    counted that record: (the records counted after it, the text, where it stopped)."""
+    if text is None:
+        text = "\n".join(line for r in records for line in r) + "\n"
     first = len("\n".join(records[0])) + 1
-    stop, n = (runner or runs()).count(text, 0, first, ("key",))
+    stop, n = (runner or runs()).count(text, 0, first, KEY)
     return n, text, stop
 
 
@@ -92,8 +96,7 @@ def test_a_run_counts_whole_records_only() -> None:
     records = hazard_records()[:50]
     text = "\n".join(line for r in records for line in r) + "\n"
     cut = text.index("Current Value", len(text) - 300)  # inside the last record
-    first = len("\n".join(records[0])) + 1
-    stop, n = runs().count(text[:cut], 0, first, ("key",))
+    n, _, stop = count_after_first(records, text=text[:cut])
     assert n == 48 and text[:cut][stop:].startswith("\n".join(records[-1][:3]))
 
 
@@ -138,3 +141,24 @@ def test_runs_cut_by_chunks_count_the_same(monkeypatch, size: int) -> None:
     result = cs_log.parse(io.StringIO(text), checker=RACE)
     assert result == folded_whole(text.splitlines())
     assert result.records == 4 * 257 + 3 and not result.count_mismatch
+
+
+@pytest.mark.parametrize("other", ["key", "shape"])
+def test_records_of_two_shapes_one_by_one_parse_as_read_whole(other: str) -> None:
+    """Every other record of the capture with its read printed twice (another key), or
+    with a negative value (its key's other shape): runs of one record, which the key's
+    next records stop trying (`TRIES`, `BACKOFF`); the result is the same."""
+    lines: list[str] = []
+    for i, record in enumerate(hazard_records()):
+        for line in record:
+            if i % 2 and other == "key" and "Read Thread" in line:
+                lines.append(line)
+            if i % 2 and other == "shape":
+                line = line.replace("Current Value : ", "Current Value : -")
+            lines.append(line)
+    log = ["========= COMPUTE-SANITIZER", *lines * 3]
+    log.append("========= RACECHECK SUMMARY: 768 hazards displayed (768 errors, 0 warnings)")
+    result = cs_log.parse(log, checker=RACE)
+    assert result == folded_whole(log)
+    assert result.records == 768 and result.conclusive
+    assert len(group(result.findings)) == (2 if other == "key" else 1)
