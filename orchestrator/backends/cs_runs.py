@@ -150,9 +150,10 @@ class Runs:
     def _keyed(self, texts: set[str], table: Dispatch, item: tuple) -> bool:
         """Whether every line of `texts` has the key item `item` in `table`."""
         known = self.known
-        if set(map(known.get, texts)) == {item}:
+        found = list(map(known.get, texts))
+        if set(found) == {item}:
             return True
-        fresh = list(compress(texts, map(ne, map(known.get, texts), repeat(item))))
+        fresh = list(compress(texts, map(ne, found, repeat(item))))
         bodies = list(map(str.strip, map(itemgetter(slice(self.n, None)), fresh)))
         if not table.all_keyed(bodies, item):
             return False
