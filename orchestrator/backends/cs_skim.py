@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from orchestrator.backends.cs_dispatch import Dispatch
-from orchestrator.backends.cs_runs import Runs
+from orchestrator.backends.cs_runs import LONGEST, Runs
 from orchestrator.backends.cs_state import State
 from orchestrator.fold import Group
 from orchestrator.model import Checker
@@ -164,9 +164,10 @@ class Skimmer:
         # a hazard report is a long run of such records: stay here while they last, and
         # count the records shaped as the last one counted at once (`cs_runs`)
         while True:
-            stop, n = self.runs.count(text, start, stop, k)  # type: ignore[arg-type]
-            if n:
-                state.skip(*self.ready[k][1:], n=n)  # type: ignore[index]
+            if stop - start <= LONGEST:  # (a longer record is not one of a run: no call)
+                stop, n = self.runs.count(text, start, stop, k)  # type: ignore[arg-type]
+                if n:
+                    state.skip(*self.ready[k][1:], n=n)  # type: ignore[index]
             h = self.header_re.match(text, stop)
             if h is None:
                 break
