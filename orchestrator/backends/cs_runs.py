@@ -12,8 +12,8 @@ key item as the record's own line (`Dispatch.all_keyed`, over each line position
 distinct texts at once): then `cs_skim` would have counted each of them with the same
 key, in the same case. Anything else stops the run at the first record that differs,
 which `cs_skim` (or the line-by-line path) reads as before. A key keeps a few shapes;
-one whose records come one by one (a run of one costs more than `cs_skim`'s read) is
-tried only now and then.
+while records come one by one (a run of one costs more than `cs_skim`'s read), runs
+are tried only now and then.
 
 Why the shape keeps every other line exact: a hole matches only a number, which starts
 with a digit, and never a line end; so for any text T without digits (the prefix and
@@ -42,8 +42,8 @@ MAX_CHARS = 1 << 18
 #: host backtrace (~9 KB), costs mostly the C-level scan of its lines whichever way it
 #: is counted, and splitting a run of them into lines would only add to that
 LONGEST = 2048
-#: shapes kept per key (records of a few shapes can alternate), and after how many of its
-#: records in a row with no run after them a key's next ones are tried once in BACKOFF
+#: shapes kept per key (records of a few shapes can alternate); after how many records in
+#: a row with no run after them the next ones are tried once in BACKOFF
 SHAPES_PER_KEY = 4
 TRIES = 8
 BACKOFF = 64
@@ -87,18 +87,17 @@ class Runs:
         self.bare_re = re.compile(rf"{p}(?:\r*| [^\S\n]*)")
         self.reach = REACH
         self.shapes: dict[tuple, list[Shape]] = {}  # a skim key -> its shapes, latest first
-        self.misses: dict[tuple, int] = {}  # a skim key -> its records since a run
+        self.misses = 0  # records in a row with no run after them
+        self.wait = 0  # records the caller passes before it calls `count` again
         self.compiled: dict[str, Shape] = {}  # a shape's source -> its Shape
         self.known: dict[str, tuple] = {}  # a line -> its key item, once checked
 
     def count(self, text: str, start: int, stop: int, key: tuple) -> tuple[int, int]:
         """For a record that `cs_skim` counted with `key`, at [start, stop) of `text`:
-        (where reading goes on, how many records after it were counted: 0 for none)."""
+        (where reading goes on, how many records after it were counted: 0 for none).
+        After `TRIES` records in a row with no run after them, `wait` says how many
+        records the caller passes before it calls again."""
         if stop - start > LONGEST:
-            return stop, 0
-        misses = self.misses.get(key, 0)
-        if misses >= TRIES and misses % BACKOFF:  # this key's records come one by one
-            self.misses[key] = misses + 1
             return stop, 0
         shapes = self.shapes.setdefault(key, [])
         found = next(filter(None, (self._runs(shape, text, stop) for shape in shapes)), None)
@@ -109,8 +108,12 @@ class Runs:
                 del shapes[SHAPES_PER_KEY:]
                 found = self._runs(own, text, stop)
         at, n = found or (stop, 0)
-        # a run of one costs more than the record read by `cs_skim`: that is a miss too
-        self.misses[key] = 0 if n > 1 else misses + 1
+        if n > 1:
+            self.misses = 0
+        else:  # a run of one costs more than the record read by `cs_skim`: a miss too
+            self.misses += 1
+            if self.misses >= TRIES:
+                self.wait = BACKOFF - 1
         return at, n
 
     def _runs(self, shape: Shape, text: str, at: int) -> tuple[int, int] | None:

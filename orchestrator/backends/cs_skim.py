@@ -163,9 +163,12 @@ class Skimmer:
         first, k = key, key
         # a hazard report is a long run of such records: stay here while they last, and
         # count the records shaped as the last one counted at once (`cs_runs`)
+        runs = self.runs
         while True:
-            if stop - start <= LONGEST:  # (a longer record is not one of a run: no call)
-                stop, n = self.runs.count(text, start, stop, k)  # type: ignore[arg-type]
+            if runs.wait:  # records have come one by one: a run is tried now and then
+                runs.wait -= 1
+            elif stop - start <= LONGEST:  # (a longer record is not one of a run)
+                stop, n = runs.count(text, start, stop, k)  # type: ignore[arg-type]
                 if n:
                     state.skip(*self.ready[k][1:], n=n)  # type: ignore[index]
             h = self.header_re.match(text, stop)
