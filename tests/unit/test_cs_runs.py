@@ -146,8 +146,8 @@ def test_runs_cut_by_chunks_count_the_same(monkeypatch, size: int) -> None:
 @pytest.mark.parametrize("other", ["key", "shape"])
 def test_records_of_two_shapes_one_by_one_parse_as_read_whole(other: str) -> None:
     """Every other record of the capture with its read printed twice (another key), or
-    with a negative value (its key's other shape): runs of one record, which the key's
-    next records stop trying (`TRIES`, `BACKOFF`); the result is the same."""
+    with a negative value (its key's other shape): runs of one record, after which runs
+    are tried only now and then (`TRIES`, `BACKOFF`); the result is the same."""
     lines: list[str] = []
     for i, record in enumerate(hazard_records()):
         for line in record:
