@@ -8,7 +8,12 @@ repeated, as one process's log per repetition:
 - racecheck: tests/fixtures/compute-sanitizer/cudabugs-h200/race.control.racecheck-report-all.log
   (256 `Potential RAW hazard` records and one `Race reported` record, 1,797 lines) repeated
   until it reaches --race-lines lines: the hazard logs that run to hundreds of thousands
-  of lines.
+  of lines. Repeated, every record's text recurs once a repetition, as in a log of many
+  launches of one kernel;
+- racecheck-distinct: the same, each repetition's block id its own ("in block (7,0,0)"
+  in the 8th), so that no header line recurs, as in one launch of many blocks: the
+  parser remembers the lines it has checked (`cs_runs`), and this log gains nothing
+  from that.
 Each is written to a temporary file and parsed streaming from it: --repeat times timed
 (MB/s over wall and CPU time, best wall time of the repeats), once under tracemalloc
 (peak Python memory during the parse, the result included). Target: >= 100 MB/s;
@@ -59,13 +64,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def make_log(fixture: Path, reps: int, out: Path) -> int:
-    """`fixture` repeated `reps` times in `out`; returns its size in bytes."""
+def make_log(fixture: Path, reps: int, out: Path, distinct: bool = False) -> int:
+    """`fixture` repeated `reps` times in `out` (`distinct`: the i-th repetition's
+    "in block (0," made "in block (i,"); returns its size in bytes."""
     chunk = fixture.read_bytes()
+    size = 0
     with open(out, "wb") as f:
-        for _ in range(reps):
-            f.write(chunk)
-    return reps * len(chunk)
+        for i in range(reps):
+            text = chunk.replace(b"in block (0,", b"in block (%d," % i) if distinct else chunk
+            f.write(text)
+            size += len(text)
+    return size
 
 
 def timed(path: Path, checker: Checker) -> tuple[float, float, object]:
@@ -93,7 +102,7 @@ def traced(path: Path, checker: Checker) -> int:
 def measure(name: str, fixture: Path, reps: int, checker: Checker, repeat: int, tmp: Path):
     """One log: its figures as a dict, and the rows of the printed table."""
     log = tmp / f"{name}.log"
-    size = make_log(fixture, reps, log)
+    size = make_log(fixture, reps, log, distinct=name.endswith("-distinct"))
     lines = reps * fixture.read_bytes().count(b"\n")
     mb = size / 1e6
     print(f"bench: {name}: {fixture.name} x {reps} = {mb:.1f} MB, {lines:,} lines", flush=True)
@@ -156,6 +165,9 @@ def main(argv=None) -> int:
     if args.race_lines:
         per = args.race_fixture.read_bytes().count(b"\n")
         logs.append(("racecheck", args.race_fixture, Checker.RACECHECK, args.race_lines / per))
+        logs.append(
+            ("racecheck-distinct", args.race_fixture, Checker.RACECHECK, args.race_lines / per)
+        )
     report: dict[str, object] = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit(),

@@ -25,8 +25,9 @@ findings whole, the rest counted in `Finding.count`), so memory follows the dist
 signatures, not the records; and a record whose signature already has its examples is
 counted without being read line by line (`cs_skim`, which keys a record on its
 patterns' named groups: a group named as in `cs_dispatch.VOLATILE` must never reach a
-signature). The text is read in chunks (`cs_skim.chunks`); each table below is
-dispatched as one regex (`cs_dispatch`).
+signature), and the records after it shaped as it is are counted at once (`cs_runs`).
+The text is read in chunks (`cs_skim.chunks`); each table below is dispatched as one
+regex (`cs_dispatch`).
 """
 
 from __future__ import annotations
@@ -326,7 +327,8 @@ def parse(
                 continue
             item, key = HEADER_DISPATCH.key(header), None
             if item is not None:
-                stop, key = skimmer.skim(state, text, pos, clean, item)
+                start = pos - 1 - len(line)  # the header line's
+                stop, key = skimmer.skim(state, text, start, pos, clean, item)
                 if stop >= 0:  # counted: its signature has its examples
                     pos = stop
                     continue

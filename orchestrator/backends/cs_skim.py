@@ -12,7 +12,8 @@ the record's end, and when the key's signature has its examples, counts the reco
 steps past it. Anything else (a case marker or the application's output inside the
 record, a detail line after the host backtrace, a record that the chunk's end cuts)
 leaves the record to the line-by-line path, which reads it whole: the result is the
-same either way (tests/unit/test_cs_skim.py).
+same either way (tests/unit/test_cs_skim.py). After a record it counted, the records
+shaped as that one are counted at once (`cs_runs`).
 
 A key is each line's pattern and its named groups, less `VOLATILE` ones: so a key is
 finer than a signature (it keeps the offsets and line numbers of the frames) and stands
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from orchestrator.backends.cs_dispatch import Dispatch
+from orchestrator.backends.cs_runs import LONGEST, Runs
 from orchestrator.backends.cs_state import State
 from orchestrator.fold import Group
 from orchestrator.model import Checker
@@ -121,6 +123,7 @@ class Skimmer:
         self.headers = headers
         self.details = details
         self.saved = saved
+        self.runs = Runs(prefix, headers, details)
         self.memo: dict[str, tuple] = {}  # a detail line -> its key item (() for none)
         # a key -> (the case, its full fold group, checker, severity) to count it with
         self.ready: dict[tuple, tuple[str, Group, Checker, str]] = {}
@@ -147,26 +150,38 @@ class Skimmer:
         self.not_host_re = re.compile(rf"\n(?!{p}         Host Frame:)")
 
     def skim(
-        self, state: State, text: str, pos: int, clean: bool, head: tuple
+        self, state: State, text: str, start: int, pos: int, clean: bool, head: tuple
     ) -> tuple[int, tuple | None]:
-        """For a header line (its skim key `head`), before it is handled; its next line
-        starts at `pos` of `text`. (where reading goes on, key): past the record when
-        its key's signature has its examples (the record counted, the header handled),
-        and past the records right after it that are counted so too; else -1 and the
-        record's key (None when it cannot have one): read it whole."""
+        """For a header line at `start` of `text` (its skim key `head`), before it is
+        handled; its next line starts at `pos`. (where reading goes on, key): past the
+        record when its key's signature has its examples (the record counted, the header
+        handled), and past the records right after it that are counted so too; else -1
+        and the record's key (None when it cannot have one): read it whole."""
         stop, key = self._record(state, text, pos, clean, head)
         if stop < 0:
             return stop, key
-        # a hazard report is a long run of such records: stay here while they last
-        while (h := self.header_re.match(text, stop)) is not None:
+        first, k = key, key
+        # a hazard report is a long run of such records: stay here while they last, and
+        # count the records shaped as the last one counted at once (`cs_runs`)
+        runs = self.runs
+        while True:
+            if runs.wait:  # records have come one by one: a run is tried now and then
+                runs.wait -= 1
+            elif stop - start <= LONGEST:  # (a longer record is not one of a run)
+                stop, n = runs.count(text, start, stop, k)  # type: ignore[arg-type]
+                if n:
+                    state.skip(*self.ready[k][1:], n=n)  # type: ignore[index]
+            h = self.header_re.match(text, stop)
+            if h is None:
+                break
             item = self.headers.key(h[1].strip())
             if item is None:
                 break
-            after, _ = self._record(state, text, h.end(), clean, item)
+            after, k = self._record(state, text, h.end(), clean, item)
             if after < 0:
                 break  # `parse` reads that header again, the record whole
-            stop = after
-        return stop, key
+            start, stop = h.start(), after
+        return stop, first
 
     def _record(
         self, state: State, text: str, pos: int, clean: bool, head: tuple

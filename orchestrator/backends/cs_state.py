@@ -86,19 +86,19 @@ class State:
         self.tally(finding.checker, finding.severity)
         self.fold.add(finding, sig)
 
-    def tally(self, checker: Checker, severity: str) -> None:
-        """Count a record's severity (racecheck's summary splits its count by it)."""
+    def tally(self, checker: Checker, severity: str, n: int = 1) -> None:
+        """Count `n` records' severity (racecheck's summary splits its count by it)."""
         if checker is Checker.RACECHECK:
-            self.severities[severity] = self.severities.get(severity, 0) + 1
+            self.severities[severity] = self.severities.get(severity, 0) + n
 
-    def skip(self, group: Group, checker: Checker, severity: str) -> None:
-        """A record starts whose signature (known from its key) has its examples
-        (`group`, `Fold.full`): it is counted, not read. Its header ends the record
+    def skip(self, group: Group, checker: Checker, severity: str, n: int = 1) -> None:
+        """`n` records start whose signature (known from their key) has its examples
+        (`group`, `Fold.full`): they are counted, not read. A header ends the record
         before it, as any header does."""
         self.close()
         self.open_after_summary = True
-        self.tally(checker, severity)
-        self.fold.count(group)
+        self.tally(checker, severity, n)
+        self.fold.count(group, n)
 
     def start(self, finding: Finding) -> Draft:
         self.close()

@@ -48,6 +48,21 @@ def test_dispatch_finds_the_row_a_loop_finds_on_every_line_of_every_log(table) -
     assert hits > 50
 
 
+@pytest.mark.parametrize("table", [cs_log.HEADERS, cs_log.DETAILS], ids=["headers", "details"])
+def test_all_keyed_agrees_with_key_on_every_line_of_every_log(table) -> None:
+    dispatch = Dispatch(table)
+    by_key: dict[tuple, list[str]] = {}
+    for text in bodies():
+        by_key.setdefault(dispatch.key(text) or (), []).append(text)
+    assert len(by_key) > 20
+    items = sorted(by_key, key=repr)
+    for item, texts in by_key.items():
+        assert dispatch.all_keyed(texts, item), item
+        other = items[(items.index(item) + 1) % len(items)]  # one text of another key
+        assert not dispatch.all_keyed([*texts, by_key[other][0]], item), (item, other)
+    assert dispatch.all_keyed([], ()) and dispatch.all_keyed([], items[-1])
+
+
 def test_a_key_keeps_every_group_but_the_volatile_ones() -> None:
     details = Dispatch(cs_log.DETAILS)
     at = details.key("at k(float *)+0xb0 in /src/k.cu:41")
