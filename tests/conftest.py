@@ -117,7 +117,8 @@ class FakeHost:
     """A host made of real programs: a torch package first on PYTHONPATH (its version.py
     as given; `import torch` slow, failing or contradicting it on demand; torch.cuda
     reporting chosen GPUs) and an `nvidia-smi` script first on PATH printing chosen
-    lines. CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are unset."""
+    lines. CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and TORCH_CUDA_ARCH_LIST (which would
+    key the arch instead of the GPUs; the GPU machine sets it) are unset."""
 
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.site, self.bin = root / "site", root / "bin"
@@ -128,7 +129,7 @@ class FakeHost:
         old = os.environ.get("PYTHONPATH")
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(self.site), old) if p))
         monkeypatch.setenv("PATH", f"{self.bin}{os.pathsep}{os.environ['PATH']}")
-        for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "TORCH_CUDA_ARCH_LIST"):
             monkeypatch.delenv(name, raising=False)
         self.torch("__version__ = '2.13.0+cu130'\ncuda = '13.0'\n")
         self.smi([], returncode=9)
