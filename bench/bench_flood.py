@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from orchestrator import execute  # noqa: E402
-from orchestrator.backends import Asan, asan  # noqa: E402
+from orchestrator.backends import Asan, asan, asan_log  # noqa: E402
 from orchestrator.model import (  # noqa: E402
     Build,
     BuildKind,
@@ -122,7 +122,7 @@ def fixture(reads: int, work: Path) -> list[dict]:
             wall = time.monotonic() - start
             logs = [root / launch.log for launch in a.launches]
             with open(logs[0], errors="replace") as lines:
-                parsed = asan.parse(lines)  # a plain run's reports, read the same way
+                parsed = asan_log.parse(lines)  # a plain run's reports, read the same way
             rows.append(
                 {
                     "shim": folded,
@@ -154,7 +154,7 @@ def gate(name: str, csorch: Path, cache: Path, out: Path) -> dict:
     attempts = []
     for a in results["attempts"]:
         with open(bundle / a["log"], errors="replace") as lines:
-            parsed = asan.parse(lines)  # the plain runs' reports too, read the same way
+            parsed = asan_log.parse(lines)  # the plain runs' reports too, read the same way
         attempts.append(
             {
                 "variant": a["variant"],

@@ -17,14 +17,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from orchestrator.backends import asan, cs_log
+from orchestrator.backends import asan_log, cs_log
 from orchestrator.findings import group
 from orchestrator.model import Checker
 
 
 def expectation(log: Path, parser: str, checker: Checker) -> dict:
     with open(log, encoding="utf-8", errors="replace") as lines:
-        result = asan.parse(lines) if parser == "asan" else cs_log.parse(lines, checker=checker)
+        result = asan_log.parse(lines) if parser == "asan" else cs_log.parse(lines, checker=checker)
     cases: Counter[str] = Counter()
     for f in result.findings:  # folded: each finding counts the records it stands for
         cases[f.case] += f.count

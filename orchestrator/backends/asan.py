@@ -25,7 +25,7 @@ from pathlib import Path
 
 from orchestrator import proc
 from orchestrator.backends import asan_fold
-from orchestrator.backends.asan_log import frame, parse  # noqa: F401 (asan.parse, asan.frame)
+from orchestrator.backends.asan_log import parse
 from orchestrator.backends.base import BuildFlags, Liveness, ToolInfo, Wrapped
 from orchestrator.errors import CheckerUnavailable, ProcessStartError
 from orchestrator.model import Checker, ParseResult

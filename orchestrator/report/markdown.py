@@ -250,8 +250,8 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
         body.append([_code(rows.short(node)), *cells])
     legend = (
         "Each cell: the test's outcome over its repeats; under a checker, the reports "
-        "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; ASan's folded "
-        "repeats included). "
+        "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; folded repeats "
+        "included). "
         "`?`: inconclusive evidence (see *What was not run*); `–`: not run there."
     )
     return ["### Outcomes per case node", "", legend, "", *_table(header, body)]
@@ -310,8 +310,8 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
         if top
     ]
     note = (
-        "Counts are reports, ASan's folded repeats included (repeats with the signature "
-        "out of N); ids are fingerprints."
+        "Counts are reports, folded repeats included (repeats with the signature out of "
+        "N); ids are fingerprints."
     )
     out = [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
     if tolerated:

@@ -3,7 +3,7 @@ target hits and the verdict line. Input is records only (a live run or a bundle 
 back), output is Rich renderables; printing is the CLI's job.
 
 A cell shows the case's outcome and, for a run with a checker, the number of reports
-attributed to it (an ASan finding's folded repeats included): `failed`, `passed 8`,
+attributed to it (folded repeats included: `Finding.count`): `failed`, `passed 8`,
 `passed 24 in 3/3` (24 reports, in 3 of 3 repeats). `-` means the case did not run
 there; `not built` and `inconclusive` say why.
 """

@@ -1,4 +1,4 @@
-"""Fuzzing orchestrator/backends/asan.py (the AddressSanitizer report parser).
+"""Fuzzing orchestrator/backends/asan_log.py (the AddressSanitizer report parser).
 
 Properties, over damaged real logs (tests/fixtures/asan and the CPU control logs),
 random bytes, huge lines and two processes' output interleaved: `parse` never raises; a
@@ -18,7 +18,7 @@ pytest.importorskip("hypothesis", reason="hypothesis is a CPU-machine test depen
 from fuzzlib import fed, fixture_lines, huge_line, interleaved, mutated, raw_bytes, with_app_output
 from hypothesis import given
 
-from orchestrator.backends import asan
+from orchestrator.backends import asan_log
 from orchestrator.model import ParseResult
 
 LOGS = fixture_lines("asan/*.log", "controls/cpu-asan/*.log")
@@ -26,7 +26,7 @@ LOGS = fixture_lines("asan/*.log", "controls/cpu-asan/*.log")
 
 def check(lines: list[str]) -> ParseResult:
     fed("asan")
-    result = asan.parse(lines)
+    result = asan_log.parse(lines)
     assert result.complete == (result.summary_count is not None)
     assert result.summary_count is None or result.summary_count >= 0
     assert all(f.kind for f in result.findings)
@@ -61,4 +61,4 @@ def test_interleaved_processes(lines: list[str]) -> None:
 @given(with_app_output(LOGS))
 def test_application_output_changes_nothing(pair: tuple[list[str], list[str]]) -> None:
     lines, noisy = pair
-    assert check(noisy) == asan.parse(lines)
+    assert check(noisy) == asan_log.parse(lines)

@@ -10,7 +10,8 @@ import pytest
 
 from orchestrator import proc
 from orchestrator.backends import asan
-from orchestrator.backends.asan import Asan, frame, merge_options, parse
+from orchestrator.backends.asan import Asan, merge_options
+from orchestrator.backends.asan_log import frame, parse
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, Frame, ParseResult
 

@@ -11,7 +11,8 @@ import pytest
 
 from orchestrator import proc
 from orchestrator.backends import asan, asan_fold
-from orchestrator.backends.asan import Asan, parse
+from orchestrator.backends.asan import Asan
+from orchestrator.backends.asan_log import parse
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, Finding
 

@@ -448,7 +448,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
 
 
 def test_the_shipped_configs_target_the_captured_control_logs() -> None:
-    from orchestrator.backends import asan, cs_log
+    from orchestrator.backends import asan_log, cs_log
     from orchestrator.findings import matches, signature
 
     root = Path(__file__).resolve().parents[2]
@@ -464,7 +464,7 @@ def test_the_shipped_configs_target_the_captured_control_logs() -> None:
         assert e.expect is not None and e.expect.controls == ("rebuilt", "installed")
     fixtures = root / "tests" / "fixtures"
     logs = {
-        "asan": asan.parse(
+        "asan": asan_log.parse(
             (fixtures / "controls/cpu-asan/rng-owner-scope-asan.log").read_text().splitlines()
         ),
         "memcheck": cs_log.parse(

@@ -86,7 +86,7 @@ def test_a_stack_with_no_subject_frame_keeps_its_top_frame() -> None:
 def test_the_asan_malloc_interceptor_of_newer_gcc_is_the_runtimes() -> None:
     """The H200's Ubuntu libasan prints the interceptor without its prefix; the leak's
     culprit is still the program's function below it (measured: it was `malloc`)."""
-    from orchestrator.backends import asan
+    from orchestrator.backends import asan_log
 
     log = [
         "==7==ERROR: LeakSanitizer: detected memory leaks",
@@ -98,6 +98,6 @@ def test_the_asan_malloc_interceptor_of_newer_gcc_is_the_runtimes() -> None:
         "",
         "SUMMARY: AddressSanitizer: 4096 byte(s) leaked in 1 allocation(s).",
     ]
-    (leak,) = asan.parse(log).findings
+    (leak,) = asan_log.parse(log).findings
     assert signature(leak).function == "double_values"
     assert [f.function for f in skipped(leak.frames)] == ["malloc"]

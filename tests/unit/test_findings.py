@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.backends import asan
+from orchestrator.backends import asan_log
 from orchestrator.findings import (
     fingerprint,
     group,
@@ -95,7 +95,7 @@ def test_fingerprint_is_stable_across_versions() -> None:
 
 def test_signature_of_a_real_asan_report_skips_runtime_frames() -> None:
     with open(ASAN_LOGS / "uaf.log") as lines:
-        (finding,) = asan.parse(lines).findings
+        (finding,) = asan_log.parse(lines).findings
     sig = signature(finding)
     assert sig.function == "consume" and sig.frames == ("consume (uaf.c)", "main (uaf.c)")
     assert sig.label() == "asan heap-use-after-free read size 8 in consume"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.backends import asan
+from orchestrator.backends import asan_log
 from orchestrator.model import (
     Artifact,
     Attempt,
@@ -78,7 +78,7 @@ def _experiment() -> Experiment:
 
 def _attempt() -> Attempt:
     with open(UAF) as lines:
-        parsed = asan.parse(lines)
+        parsed = asan_log.parse(lines)
     return Attempt(
         "rebuilt",
         "memcheck",

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator import fold
-from orchestrator.backends import asan, cs_log
+from orchestrator.backends import asan_log, cs_log
 from orchestrator.findings import group
 from orchestrator.model import Checker, ParseResult
 
@@ -37,7 +37,7 @@ SPECIFIED = ("asan", "compute-sanitizer", "controls")
 def parse_fixture(log: Path, spec: dict, **options) -> ParseResult:
     with open(log, encoding="utf-8", errors="replace") as lines:
         if spec["parser"] == "asan":
-            return asan.parse(lines)
+            return asan_log.parse(lines)
         checker = Checker(spec.get("checker", "memcheck"))
         return cs_log.parse(lines, checker=checker, **options)
 
