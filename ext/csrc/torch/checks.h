@@ -6,7 +6,7 @@
 // segfaulted inside libstdc++'s locale code (seen on the H200; strings were fine).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/util/Optional.h>
 
 #include <string>

@@ -1,7 +1,12 @@
 // The torch binding layer: owners, input checks, RNG reservation, kernel dispatch.
 #pragma once
 
-#include <ATen/ATen.h>
+// Only the pieces of ATen that are used: <ATen/ATen.h> (every operator) tripled the
+// compile time of each torch-layer file, and every variant csorch builds pays it.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/util/Optional.h>
 
 #include <vector>

@@ -1,6 +1,6 @@
 // RNG state on CUDA: reserve from the default CUDA generator and write [seed, offset]
 // on the current stream, so the state is produced asynchronously and under graph capture.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/detail/UnpackRaw.cuh>
 #include <c10/cuda/CUDAException.h>
