@@ -38,15 +38,20 @@ for v in 0 1; do
   $NVCC -I ext/csrc -DVARIANT=$v $Q/tile_ceiling.cu ext/csrc/cuda/amax.cu ext/csrc/common/tensor.cpp \
     -o "$B/tile_after$v" >> "$LOG" 2>&1 & pids+=($!)
 done
-$NVCC -I ext/csrc $Q/mxfp8_time.cu ext/csrc/cuda/mxfp8.cu ext/csrc/common/tensor.cpp \
-  -o "$B/mxfp8_after" >> "$LOG" 2>&1 & pids+=($!)
+# MXFP8 with kRows (rows per lane) 16 and 8: the kernel's setting, and the other one
+for r in 16 8; do
+  sed "s/^constexpr int kRows = [0-9]*;/constexpr int kRows = $r;/" ext/csrc/cuda/mxfp8.cu > "$B/mxfp8_r$r.cu"
+  $NVCC -I ext/csrc -I ext/csrc/cuda $Q/mxfp8_time.cu "$B/mxfp8_r$r.cu" ext/csrc/common/tensor.cpp \
+    -o "$B/mxfp8_r$r" >> "$LOG" 2>&1 & pids+=($!)
+done
 wait "${pids[@]}"
 stamp "kernels built"
 {
   "$B/exhaustive"; echo "exhaustive rc=$?"
   for b in tile_before tile_after0 tile_after1; do echo "== $b"; "$B/$b"; done
   "$B/mxfp8_before" "MXFP8 before"
-  "$B/mxfp8_after" "MXFP8 after"
+  "$B/mxfp8_r16" "MXFP8 kRows=16"
+  "$B/mxfp8_r8" "MXFP8 kRows=8"
 } > "$OUT/micro.txt" 2>&1
 stamp "micro done"; cat "$OUT/micro.txt"
 wait $SETUP

@@ -1,11 +1,11 @@
-// The NVFP4 tile kernel (ext/csrc/cuda/nvfp4_tile.cuh) timed alone, with its
-// quantization as in qext (VARIANT 0) or stripped (VARIANT 1, the kernel's
-// kQuantize = false), on bf16 8192 x 8192, rowwise + columnwise: what the quantization
-// costs, and what the rest of the kernel (loads, the exchanges, the stores) allows.
+// The NVFP4 tile kernel (ext/csrc/cuda/nvfp4_tile.cuh) timed alone, with its per-block
+// quantization as in qext (VARIANT 0) or stripped (VARIANT 1), on bf16 8192 x 8192,
+// rowwise + columnwise: what the rounding itself costs, and what the rest of the kernel
+// (loads, the shared-memory transpose, the stores) allows.
 //  VARIANT 0: "SR" and "RN", the kernels of qext;
-//  VARIANT 1: "stripped" (no amax, scale, rounding or Philox: each value's bits XORed
-//             into the same data and scale stores) and "philox only" (the same, with
-//             each block's Philox draw made, exchanged and XORed in).
+//  VARIANT 1: "stripped" (each block's 8 data bytes and scale byte are an XOR of its
+//             values' bits: the same loads and stores, no rounding, no Philox) and
+//             "philox only" (the same, XORed with the block's Philox draw).
 // Also the amax pass that precedes the tile kernel in every NVFP4 call, and a
 // device-to-device copy of the same bytes (half read, half written) as in
 // bench/bench_qext.py. CUDA events, 5 warm-ups, median of 50.
@@ -18,11 +18,31 @@
 #include <vector>
 
 #include "common/kernels.h"
+#include "cuda/launch.cuh"
 
 #ifndef VARIANT
 #define VARIANT 0
 #endif
 
+namespace qext {
+namespace cuda_detail {
+// Keeps every value (and with kSR the draw) live; no rounding.
+template <bool kSR>
+__device__ __forceinline__ uint2 stripped_block(const float (&v)[16], const Nvfp4Consts&,
+                                                const Philox4& rnd, uint32_t& scale_byte) {
+  uint32_t p0 = 0u, p1 = 0u;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) p0 ^= float_bits(v[e]), p1 ^= float_bits(v[8 + e]);
+  if (kSR) p0 ^= rnd.w[0] ^ rnd.w[1], p1 ^= rnd.w[2] ^ rnd.w[3];
+  scale_byte = p0 & 0x7Fu;
+  return make_uint2(p0, p1);
+}
+}  // namespace cuda_detail
+}  // namespace qext
+
+#if VARIANT == 1
+#define QEXT_NVFP4_BLOCK stripped_block
+#endif
 #include "cuda/nvfp4_tile.cuh"
 
 using namespace qext;
@@ -123,11 +143,7 @@ int main() {
          bytes / copy_us / 1e3, amax_us);
   for (const Case& cs_ : cases) {
     const float us = median_us([&] {
-#if VARIANT == 1
-      launch_nvfp4_tiles<InBF16, false, false>(x, M, K, cs_.r, cs_.c, nullptr);
-#else
       launch_nvfp4_tiles<InBF16, false>(x, M, K, cs_.r, cs_.c, nullptr);
-#endif
     });
     CHECK(cudaGetLastError());
     printf("  %-12s tile %7.1f us (%.3f x copy); with amax %7.1f us (%.3f x copy)\n", cs_.name, us,

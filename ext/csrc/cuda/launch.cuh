@@ -127,44 +127,65 @@ __device__ __forceinline__ void unpack2<InBF16>(uint32_t w, float& lo, float& hi
   hi = __uint_as_float(w & 0xFFFF0000u);
 }
 
-// 16 bytes of x (8 or 4 consecutive elements of one row) as raw bits: one 16-byte load
-// when `vec` (the address is then 16-byte aligned). Streaming: nothing re-reads x.
+// Raw bits of 16 consecutive input elements, loaded as 16-byte vectors when `vec`
+// (the address is then 16-byte aligned). Streaming loads: nothing re-reads them.
 template <typename In>
-__device__ __forceinline__ uint4 load16(const typename In::storage* p, bool vec) {
-  if (vec) return __ldcs(reinterpret_cast<const uint4*>(p));
-  typename In::storage tmp[16 / sizeof(typename In::storage)];
-#pragma unroll
-  for (int i = 0; i < static_cast<int>(16 / sizeof(tmp[0])); ++i) tmp[i] = p[i];
-  uint4 q;
-  memcpy(&q, tmp, sizeof(q));
-  return q;
-}
+struct Raw16 {
+  static constexpr int kWords = 16 * static_cast<int>(sizeof(typename In::storage)) / 16;
+  uint4 q[kWords];
+};
 
-// The kCols = 16 / sizeof(element) values of a load16.
-template <typename In, int kCols>
-__device__ __forceinline__ void to_float(const uint4& q, float (&v)[kCols]) {
-  if constexpr (kCols == 4) {
-    v[0] = __uint_as_float(q.x), v[1] = __uint_as_float(q.y);
-    v[2] = __uint_as_float(q.z), v[3] = __uint_as_float(q.w);
+template <typename In>
+__device__ __forceinline__ void load_raw16(const typename In::storage* p, bool vec, Raw16<In>& r) {
+  if (vec) {
+#pragma unroll
+    for (int i = 0; i < Raw16<In>::kWords; ++i) {
+      r.q[i] = __ldcs(reinterpret_cast<const uint4*>(p) + i);
+    }
   } else {
-    unpack2<In>(q.x, v[0], v[1]);
-    unpack2<In>(q.y, v[2], v[3]);
-    unpack2<In>(q.z, v[4], v[5]);
-    unpack2<In>(q.w, v[6], v[7]);
+    typename In::storage tmp[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) tmp[i] = p[i];
+    memcpy(&r, tmp, sizeof(tmp));
   }
 }
 
-// max(|a|, |b|) of each bf16 half, with the xor of the two signs as its sign (one
-// HMNMX2; absmax_value drops the sign). Exact, and like fmaxf it returns the other
-// operand where one is NaN: a NaN only where both are.
-__device__ __forceinline__ uint32_t absmax_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("max.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
+template <typename In>
+__device__ __forceinline__ void raw_to_float(const Raw16<In>& r, float (&v)[16]) {
+  if constexpr (sizeof(typename In::storage) == 4) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      v[4 * i + 0] = __uint_as_float(r.q[i].x);
+      v[4 * i + 1] = __uint_as_float(r.q[i].y);
+      v[4 * i + 2] = __uint_as_float(r.q[i].z);
+      v[4 * i + 3] = __uint_as_float(r.q[i].w);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      unpack2<In>(r.q[i].x, v[8 * i + 0], v[8 * i + 1]);
+      unpack2<In>(r.q[i].y, v[8 * i + 2], v[8 * i + 3]);
+      unpack2<In>(r.q[i].z, v[8 * i + 4], v[8 * i + 5]);
+      unpack2<In>(r.q[i].w, v[8 * i + 6], v[8 * i + 7]);
+    }
+  }
 }
-// |half h| of a packed absmax result as a float.
-__device__ __forceinline__ float absmax_value(uint32_t m, int h) {
-  return __uint_as_float(h ? m & 0x7FFF0000u : (m << 16) & 0x7FFF0000u);
+
+// Raw bits of row R0 + minor, columns C0 + 16 blk.. of x [M, K] (zeros outside x), the
+// part of a 64 x 64 tile one thread of the tile kernels loads; whether the 16 elements
+// are inside x (K % 16 == 0: a part is all in or all out).
+template <typename In>
+__device__ __forceinline__ bool load_part(const typename In::storage* __restrict__ x, int64_t M,
+                                          int64_t K, int64_t R0, int64_t C0, int minor, int blk,
+                                          bool vec, Raw16<In>& raw) {
+  const int64_t r = R0 + minor, c = C0 + 16 * blk;
+  if (r < M && c < K) {
+    load_raw16<In>(x + r * K + c, vec, raw);
+    return true;
+  }
+#pragma unroll
+  for (int i = 0; i < Raw16<In>::kWords; ++i) raw.q[i] = make_uint4(0u, 0u, 0u, 0u);
+  return false;
 }
 
 // ---- E2M1 codes on the hot path ----------------------------------------------
@@ -284,40 +305,43 @@ __device__ __forceinline__ void nvfp4_consts(Nvfp4Consts (&c)[2], const float* a
   __syncthreads();
 }
 
-// The E4M3 scale byte of a block with amax bamax and its element multiplier (formats.h's
-// nvfp4_block_scale and nvfp4_block_multiplier; the scale is non-negative, so its
-// encode takes the branch-free form above, and the multiplier comes from the table).
-__device__ __forceinline__ float nvfp4_scale(float bamax, const Nvfp4Consts& c, uint32_t& s_b) {
-  s_b = e4m3x2(fminf(bamax * c.s_enc / kE2M1Max, kFloatMax), 0.0f) & 0xFFu;
-  return c.mult[s_b & 0x7Fu];
-}
-
-// E2M1 codes of N = 4 or 8 values of a block times its multiplier m, packed: element
-// 2i in the low nibble of byte i. With kSR, element e takes random byte e & 3 of
-// rw[e >> 2] (the block's Philox words for these elements).
-template <bool kSR, int N>
-__device__ __forceinline__ uint32_t e2m1_pack(const float* v, float m, const uint32_t* rw,
-                                              uint32_t magic) {
-  static_assert(N == 4 || N == 8, "4 or 8 values");
-  uint32_t packed = 0u;
-  uint32_t b[N];  // bits of the scaled values: their signs
+// Quantizes one 16-element block: returns the 8 packed bytes (element 2i in the low
+// nibble of byte i) and the E4M3 scale byte. `rnd` is used only with kSR.
+// Same arithmetic as nvfp4_block_scale / nvfp4_block_multiplier in formats.h; the
+// scale is non-negative, so its encode takes the branch-free form above.
+template <bool kSR>
+__device__ __forceinline__ uint2 nvfp4_block(const float (&v)[16], const Nvfp4Consts& c,
+                                             const Philox4& rnd, uint32_t& scale_byte) {
+  float bamax = 0.0f;
 #pragma unroll
-  for (int e = 0; e < N; ++e) {
-    const float x = v[e] * m;
-    b[e] = float_bits(x);
+  for (int e = 0; e < 16; ++e) bamax = fmaxf(bamax, fabsf(v[e]));
+  const uint32_t s_b = e4m3x2(fminf(bamax * c.s_enc / kE2M1Max, kFloatMax), 0.0f) & 0xFFu;
+  const float m = c.mult[s_b & 0x7Fu];
+  scale_byte = s_b;
+  const uint32_t magic = c.magic;
+  uint32_t packed[2] = {0u, 0u};
+  float x[16];
+#pragma unroll
+  for (int e = 0; e < 16; ++e) {
+    x[e] = v[e] * m;
     const uint32_t mag =
-        kSR ? e2m1_mag_sr(x, sr_random_bits(rw[e >> 2], e & 3, magic)) : e2m1_mag_rn(x);
-    packed += mag << (4 * e);  // nibble e: the magnitude in bits 0-2
+        kSR ? e2m1_mag_sr(x[e], sr_random_bits(rnd.w[e >> 2], e & 3, magic)) : e2m1_mag_rn(x[e]);
+    packed[e >> 3] += mag << (4 * (e & 7));  // nibble e: the magnitude in bits 0-2
   }
   // Bit 3 of nibble e is the sign bit of x[e], the top bit of its byte 3: gathered four
   // at a time (odd nibbles end a byte, even ones sit 4 bits lower).
-  uint32_t odd = __byte_perm(b[1], b[3], 0x0073u), even = __byte_perm(b[0], b[2], 0x0073u);
-  if constexpr (N == 8) {
-    odd = __byte_perm(odd, __byte_perm(b[5], b[7], 0x0073u), 0x5410u);
-    even = __byte_perm(even, __byte_perm(b[4], b[6], 0x0073u), 0x5410u);
-    return packed | (odd & 0x80808080u) | ((even >> 4) & 0x08080808u);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float* y = x + 8 * h;
+    const uint32_t odd = __byte_perm(__byte_perm(float_bits(y[1]), float_bits(y[3]), 0x0073u),
+                                     __byte_perm(float_bits(y[5]), float_bits(y[7]), 0x0073u),
+                                     0x5410u);
+    const uint32_t even = __byte_perm(__byte_perm(float_bits(y[0]), float_bits(y[2]), 0x0073u),
+                                      __byte_perm(float_bits(y[4]), float_bits(y[6]), 0x0073u),
+                                      0x5410u);
+    packed[h] |= (odd & 0x80808080u) | ((even >> 4) & 0x08080808u);
   }
-  return packed | (odd & 0x8080u) | ((even >> 4) & 0x0808u);
+  return make_uint2(packed[0], packed[1]);
 }
 
 }  // namespace cuda_detail

@@ -80,6 +80,31 @@ __device__ __forceinline__ void store_codes(uint8_t* dst, const uint32_t (&w)[kC
   }
 }
 
+template <typename In, bool kVec>
+__device__ __forceinline__ void load16(const typename In::storage* p, uint4& q) {
+  if constexpr (kVec) {
+    q = __ldcs(reinterpret_cast<const uint4*>(p));  // streaming: nothing re-reads x
+  } else {
+    typename In::storage tmp[16 / sizeof(typename In::storage)];
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(16 / sizeof(tmp[0])); ++i) tmp[i] = p[i];
+    memcpy(&q, tmp, sizeof(q));
+  }
+}
+
+// max(|a|, |b|) of each bf16 half, with the xor of the two signs as its sign (one
+// HMNMX2; absmax_value drops the sign). Exact, and like fmaxf it returns the other
+// operand where one is NaN: a NaN only where both are.
+__device__ __forceinline__ uint32_t absmax_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("max.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+// |half h| of a packed absmax result as a float.
+__device__ __forceinline__ float absmax_value(uint32_t m, int h) {
+  return __uint_as_float(h ? m & 0x7FFF0000u : (m << 16) & 0x7FFF0000u);
+}
+
 // Per-column amax of kCols columns, accumulated row by row. bf16 keeps it packed (one
 // HMNMX2 per two elements, no unpacking); other inputs as floats.
 template <typename In, int kCols>
@@ -124,6 +149,19 @@ __device__ __forceinline__ float row_amax(const float (&v)[kCols], const uint4& 
   }
 }
 
+template <typename In, int kCols>
+__device__ __forceinline__ void to_float(const uint4& q, float (&v)[kCols]) {
+  if constexpr (kCols == 4) {
+    v[0] = __uint_as_float(q.x), v[1] = __uint_as_float(q.y);
+    v[2] = __uint_as_float(q.z), v[3] = __uint_as_float(q.w);
+  } else {
+    unpack2<In>(q.x, v[0], v[1]);
+    unpack2<In>(q.y, v[2], v[3]);
+    unpack2<In>(q.z, v[4], v[5]);
+    unpack2<In>(q.w, v[6], v[7]);
+  }
+}
+
 // kVec: x is 16-byte aligned, the data buffers 8-byte aligned and the columnwise
 // scales too (M % 32 == K % 32 == 0 keeps every row start aligned).
 template <typename In, bool kVec>
@@ -147,7 +185,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   uint4 raw[kRows];
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
-    raw[i] = valid ? load16<In>(src + i * K, kVec) : make_uint4(0u, 0u, 0u, 0u);
+    if (valid) load16<In, kVec>(src + i * K, raw[i]);
+    else raw[i] = make_uint4(0u, 0u, 0u, 0u);
   }
 
   float cinv[kCols];  // columnwise inverse scales

@@ -1,22 +1,16 @@
-// The NVFP4 tile kernel: rowwise and columnwise operands of x from a single read of x,
-// from registers (internal to csrc/cuda; used by nvfp4.cu and nvfp4_fused.cu).
+// The NVFP4 tile kernel: rowwise and columnwise operands of one 64x64 tile of x from
+// a single read of x (internal to csrc/cuda; used by nvfp4.cu and nvfp4_fused.cu).
 //
-// A warp takes a tile of 64 rows x 8 kCols columns of x, kCols = 16 / sizeof(element)
-// (one 16-byte load per row): lane l holds columns kCols * (l % 8) .. of the 16 rows
-// 16 * (l / 8) .. of the tile. So
-//  - each of its kCols columns is a whole columnwise block (16 rows of x: a block of a
-//    row of x^T, RHT applied first on the fused path), quantized in the lane; the four
-//    lanes of a column store 32 contiguous bytes of x^T's row and one word of scales;
-//  - a rowwise block (16 columns of a row) is kG = 16 / kCols adjacent lanes: its amax
-//    is a shuffle, each lane quantizes its kCols elements, and the block's Philox draw
-//    is made once, by one of the kG lanes (each draws for one row in kG), and handed
-//    to the others by shuffles.
-// Persistent blocks of 4 warps, each warp walking tiles on its own. (Until 2026-12-01
-// the kernel went through a shared-memory tile: bound by instruction issue, and
-// 98 us of its 172 were the tile, loads and stores alone.)
+// Persistent blocks of 256 threads, each walking tiles (one at a time, the next one's
+// loads in flight). Thread (warp w, lane l) has minor = 8w + (l & 7) and blk = l >> 3:
+//  - as a loader it reads row `minor` of the tile, columns 16*blk..16*blk+15 (two or
+//    four 16-byte loads), quantizes that rowwise block from registers, and stores it
+//    to shared memory;
+//  - as a column reader it takes column `minor`, rows 16*blk..16*blk+15 from shared
+//    memory: block blk of row (C0 + minor) of x^T (RHT applied first on the fused path).
+// The four threads with the same minor (lanes l, l+8, l+16, l+24) write 32 contiguous
+// data bytes and one 4-byte word of scales, so every store fills whole sectors.
 #pragma once
-
-#include <type_traits>
 
 #include "common/rht.h"
 #include "launch.cuh"
@@ -24,19 +18,15 @@
 namespace qext {
 namespace cuda_detail {
 
-constexpr int kTileRows = 64;
-constexpr int kTileWarps = 4;
-constexpr int kTileThreads = 32 * kTileWarps;
-constexpr int kTileMinBlocks = 4;  // caps registers at 128 per thread: 16 warps per SM
+// The per-block quantization; bench/qext_kernels/tile_ceiling.cu defines it to stripped
+// variants (no rounding, or Philox alone) to time the rest of the kernel.
+#ifndef QEXT_NVFP4_BLOCK
+#define QEXT_NVFP4_BLOCK nvfp4_block
+#endif
 
-// Columns per lane, lanes and Philox words (per lane) of a rowwise block, tile width.
-template <typename In>
-struct TileShape {
-  static constexpr int kCols = 16 / static_cast<int>(sizeof(typename In::storage));
-  static constexpr int kG = 16 / kCols;
-  static constexpr int kW = 4 / kG;
-  static constexpr int kTileCols = 8 * kCols;
-};
+constexpr int kTile = 64;
+constexpr int kTileThreads = 256;
+constexpr int kTileMinBlocks = 4;  // caps registers at 64 per thread
 
 // One output operand [R, C] of the tile kernel; data == nullptr: not produced.
 struct Nvfp4Operand {
@@ -70,224 +60,158 @@ inline Nvfp4Operand make_operand(const TensorWrapper& amax, const TensorWrapper&
   return op;
 }
 
-// Stores the n = 2, 4 or 8 data bytes in w0, w1: one store when kVec (aligned).
-template <int n, bool kVec>
-__device__ __forceinline__ void store_data(uint8_t* dst, uint32_t w0, uint32_t w1) {
-  if constexpr (kVec && n == 8) {
-    *reinterpret_cast<uint2*>(dst) = make_uint2(w0, w1);
-  } else if constexpr (kVec && n == 4) {
-    *reinterpret_cast<uint32_t*>(dst) = w0;
-  } else if constexpr (kVec) {
-    *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(w0);
+// Shared-memory index of tile element (r, c). Columns are XOR-swizzled in groups of
+// four by a function of the row, so that the loaders' 16-byte stores (8 rows per
+// quarter-warp) and the column readers' loads (8 columns x 4 row blocks per warp)
+// each touch all 32 banks once.
+__device__ __forceinline__ int tile_index(int r, int c) {
+  const int f = (r & 7) ^ (((r >> 4) & 3) << 1);
+  return r * kTile + (c ^ (f << 2));
+}
+
+// Quantizes block j of row i of operand op ([R, cols]) from v and stores its 8 data
+// bytes; returns the scale byte. `rng`: the operand's state, loaded once per thread.
+template <bool kSR>
+__device__ __forceinline__ uint32_t quantize_store(const Nvfp4Operand& op, const Nvfp4Consts& c,
+                                                   const RngState& rng, int64_t i, int64_t j,
+                                                   int64_t cols, const float (&v)[16]) {
+  Philox4 rnd{};
+  if (kSR) {
+    const uint64_t item = op.item_base + static_cast<uint64_t>(i * (cols / 16) + j);
+    rnd = philox4x32_10(rng.seed, rng.offset, item);
+  }
+  uint32_t sb;
+  const uint2 d = QEXT_NVFP4_BLOCK<kSR>(v, c, rnd, sb);
+  uint8_t* dst = op.data + i * (cols / 2) + j * 8;
+  if (op.data_vec) {
+    *reinterpret_cast<uint2*>(dst) = d;
   } else {
-#pragma unroll 1
-    for (int b = 0; b < n; ++b) dst[b] = static_cast<uint8_t>((b < 4 ? w0 : w1) >> (8 * (b & 3)));
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      dst[b] = static_cast<uint8_t>(d.x >> (8 * b));
+      dst[4 + b] = static_cast<uint8_t>(d.y >> (8 * b));
+    }
+  }
+  return sb;
+}
+
+// Scale bytes of blocks j0..j0+3 of row i, held by lanes l, l+8, l+16, l+24 (blk 0..3).
+// All lanes of the warp must call it. Compact and swizzled layouts both keep these four
+// bytes contiguous and 4-byte aligned (j0 % 4 == 0).
+__device__ __forceinline__ void store_scales4(const Nvfp4Operand& op, int64_t i, int64_t j0,
+                                              uint32_t s, int blk, bool valid, bool all_valid) {
+  const uint32_t s1 = __shfl_down_sync(kFullMask, s, 8);
+  const uint32_t s2 = __shfl_down_sync(kFullMask, s, 16);
+  const uint32_t s3 = __shfl_down_sync(kFullMask, s, 24);
+  if (!valid) return;
+  const int64_t off = op.swizzled ? static_cast<int64_t>(swizzle_offset(i, j0, op.scale_cols))
+                                  : i * op.scale_cols + j0;
+  if (all_valid && op.scale_vec) {
+    if (blk == 0) {
+      *reinterpret_cast<uint32_t*>(op.scale + off) = s | (s1 << 8) | (s2 << 16) | (s3 << 24);
+    }
+  } else {
+    op.scale[off + blk] = static_cast<uint8_t>(s);
   }
 }
 
-// Scale bytes of blocks j0 .. j0 + n - 1 of row i (byte b of s; j0 % n == 0, n = 2 or
-// 4), of which the first `valid` exist. Compact and GEMM layouts keep them contiguous.
-template <int n, bool kVec>
-__device__ __forceinline__ void store_scales(const Nvfp4Operand& op, int64_t i, int64_t j0,
-                                             uint32_t s, int valid) {
-  uint8_t* dst = op.scale + (op.swizzled ? static_cast<int64_t>(swizzle_offset(i, j0, op.scale_cols))
-                                         : i * op.scale_cols + j0);
-  if (kVec && valid >= n) {
-    if constexpr (n == 4) *reinterpret_cast<uint32_t*>(dst) = s;
-    else *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(s);
-  } else {
-#pragma unroll 1
-    for (int b = 0; b < n && b < valid; ++b) dst[b] = static_cast<uint8_t>(s >> (8 * b));
-  }
-}
-
-// Word u of a Philox draw, u known only at run time (selects, no local memory).
-__device__ __forceinline__ uint32_t pick_word(const Philox4& d, int u) {
-  return u == 0 ? d.w[0] : u == 1 ? d.w[1] : u == 2 ? d.w[2] : d.w[3];
-}
-
-// Tile number t of the walk -> its first row and column. The walk goes backwards
-// through x: the amax pass that precedes this kernel ended at the end of x, most
-// likely still in L2.
+// Tile number t (0 .. tiles - 1) of a persistent block's walk -> its first row and column.
+// The walk goes backwards through x: the amax pass that precedes this kernel ended at the
+// end of x, most likely still in L2.
 struct TileOrigin {
   int64_t R0, C0;
 };
-__device__ __forceinline__ TileOrigin tile_origin(uint32_t t, uint32_t tiles, uint32_t tiles_k,
-                                                  int tile_cols) {
+__device__ __forceinline__ TileOrigin tile_origin(uint32_t t, uint32_t tiles, uint32_t tiles_k) {
   const uint32_t idx = tiles - 1 - t;
-  return TileOrigin{static_cast<int64_t>(idx / tiles_k) * kTileRows,
-                    static_cast<int64_t>(idx % tiles_k) * tile_cols};
+  return TileOrigin{static_cast<int64_t>(idx / tiles_k) * kTile,
+                    static_cast<int64_t>(idx % tiles_k) * kTile};
 }
 
-// row: operand x [M, K]; col: operand x^T [K, M] (RHT(x^T) with kRhtCol). kVec: x is
-// 16-byte aligned, the data 8-byte and the scales 4-byte aligned (the other kernel
-// takes byte loads and stores, out of the fast one's code). kQuantize = false: bench/qext_kernels/tile_ceiling.cu's stripped
-// kernel (no amax, scale or rounding: each value's bits XORed into the same stores).
-template <typename In, bool kVec, bool kSrRow, bool kSrCol, bool kRhtCol, bool kQuantize = true>
+// row: operand x [M, K]; col: operand x^T [K, M] (RHT(x^T) with kRhtCol). vec: x is
+// 16-byte aligned. A persistent block: the per-tensor constants, the RNG states and the
+// noop flags are read once, then the block walks tiles blockIdx.x, + gridDim.x, ...,
+// each thread loading its part of the next tile before it quantizes the current one.
+template <typename In, bool kSrRow, bool kSrCol, bool kRhtCol>
 __global__ void __launch_bounds__(kTileThreads, kTileMinBlocks)
     nvfp4_tile_kernel(const typename In::storage* __restrict__ x, int64_t M, int64_t K,
-                      uint32_t tiles_k, uint32_t tiles, Nvfp4Operand row, Nvfp4Operand col) {
-  using S = TileShape<In>;
-  constexpr int kCols = S::kCols, kG = S::kG, kW = S::kW;
+                      uint32_t tiles_k, uint32_t tiles, bool vec, Nvfp4Operand row,
+                      Nvfp4Operand col) {
   const bool do_row = row.data != nullptr && !noop_set(row.noop);
   const bool do_col = col.data != nullptr && !noop_set(col.noop);
   if (!do_row && !do_col) return;
+  __shared__ __align__(16) float tile[kTile * kTile];
   __shared__ Nvfp4Consts consts[2];  // rowwise, columnwise
   nvfp4_consts(consts, do_row ? row.amax : nullptr, do_col ? col.amax : nullptr, threadIdx.x,
                kTileThreads);
   const RngState rng_row = kSrRow ? load_rng(row.rng) : RngState{};
   const RngState rng_col = kSrCol ? load_rng(col.rng) : RngState{};
-  const uint32_t magic = consts[do_row ? 0 : 1].magic;  // (set only for a produced operand)
 
-  const int lane = threadIdx.x & 31, rq = lane >> 3, cl = lane & 7;
-  const int part = cl % kG;  // this lane's part of a rowwise block
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int minor = warp * 8 + (lane & 7);
+  const int blk = lane >> 3;
+  // Column reads: tile_index(16 blk + j, minor), the row's swizzle split into its
+  // per-thread part (blk) and its per-element part (j): 8 distinct column offsets.
+  const float* col_base = &tile[16 * blk * kTile];
+  const int cb = minor ^ (blk << 3);
+
+  uint32_t t = blockIdx.x;
+  if (t >= tiles) return;
+  TileOrigin o = tile_origin(t, tiles, tiles_k);
+  Raw16<In> next;
+  bool next_valid = load_part<In>(x, M, K, o.R0, o.C0, minor, blk, vec, next);
 #pragma unroll 1
-  for (uint32_t t = blockIdx.x * kTileWarps + (threadIdx.x >> 5); t < tiles;
-       t += gridDim.x * kTileWarps) {
-    const TileOrigin o = tile_origin(t, tiles, tiles_k, S::kTileCols);
-    const int64_t m0 = o.R0 + 16 * rq, c = o.C0 + kCols * cl;
-    // M % 16 == K % 16 == 0: a lane's rows, and a block's columns, are all in x or all out.
-    const bool rows_in = m0 < M, cols_in = c < K, valid = rows_in && cols_in;
-    uint4 raw[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      raw[i] = valid ? load16<In>(x + (m0 + i) * K + c, kVec) : make_uint4(0u, 0u, 0u, 0u);
+  for (; t < tiles; t += gridDim.x) {
+    const int64_t R0 = o.R0, C0 = o.C0;
+    const Raw16<In> raw = next;
+    const bool valid = next_valid;
+    if (t + gridDim.x < tiles) {
+      o = tile_origin(t + gridDim.x, tiles, tiles_k);
+      next_valid = load_part<In>(x, M, K, o.R0, o.C0, minor, blk, vec, next);
     }
 
-    if (do_col) {  // the same for the whole block
-      const Nvfp4Consts& cc = consts[1];
-      uint32_t pamax[4] = {0u, 0u, 0u, 0u};  // bf16 without RHT: column amaxes, packed
-      if constexpr (std::is_same<In, InBF16>::value && !kRhtCol && kQuantize) {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          pamax[0] = absmax_bf16x2(pamax[0], raw[i].x), pamax[1] = absmax_bf16x2(pamax[1], raw[i].y);
-          pamax[2] = absmax_bf16x2(pamax[2], raw[i].z), pamax[3] = absmax_bf16x2(pamax[3], raw[i].w);
-        }
+    {  // loader: row R0 + minor, columns C0 + 16 blk ..; rowwise block from registers
+      const int64_t r = R0 + minor, c = C0 + 16 * blk;
+      float v[16];
+      raw_to_float<In>(raw, v);
+      if (do_row) {
+        const uint32_t sb =
+            valid ? quantize_store<kSrRow>(row, consts[0], rng_row, r, c / 16, K, v) : 0u;
+        store_scales4(row, r, C0 / 16, sb, blk, valid, r < M && C0 + kTile <= K);
       }
-      uint32_t sbytes[kCols];
+      if (!do_col) continue;  // the same for the whole block: no barrier skipped
 #pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        const int64_t k = c + j;  // row of x^T
-        float v[16];
+      for (int q = 0; q < 4; ++q) {
+        *reinterpret_cast<float4*>(&tile[tile_index(minor, 16 * blk + 4 * q)]) =
+            make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+      }
+    }
+    __syncthreads();
+
+    {  // column reader: row k = C0 + minor of x^T, its block starting at column m
+      const int64_t k = C0 + minor, m = R0 + 16 * blk;
+      const bool cvalid = k < K && m < M;
+      float v[16];
 #pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          float r[kCols];
-          to_float<In, kCols>(raw[i], r);
-          v[i] = r[j];
-        }
-        if constexpr (kRhtCol) {
+      for (int j = 0; j < 16; ++j) v[j] = col_base[j * kTile + (cb ^ ((j & 7) << 2))];
+      uint32_t sb = 0;
+      if (cvalid) {
+        if (kRhtCol) {
           float w[16];
 #pragma unroll
           for (int i = 0; i < 16; ++i) w[i] = rht_row(v, i);
-#pragma unroll
-          for (int i = 0; i < 16; ++i) v[i] = w[i];
-        }
-        Philox4 d{};
-        if (kSrCol) d = philox4x32_10(rng_col.seed, rng_col.offset,
-                                      col.item_base + static_cast<uint64_t>(k * (M / 16) + m0 / 16));
-        uint32_t lo, hi, sb;
-        if constexpr (kQuantize) {
-          float bamax = 0.0f;
-          if constexpr (std::is_same<In, InBF16>::value && !kRhtCol) {
-            bamax = absmax_value(pamax[j / 2], j & 1);
-          } else {
-#pragma unroll
-            for (int i = 0; i < 16; ++i) bamax = fmaxf(bamax, fabsf(v[i]));
-          }
-          const float m = nvfp4_scale(bamax, cc, sb);
-          lo = e2m1_pack<kSrCol, 8>(v, m, d.w, magic);
-          hi = e2m1_pack<kSrCol, 8>(v + 8, m, d.w + 2, magic);
+          sb = quantize_store<kSrCol>(col, consts[1], rng_col, k, m / 16, M, w);
         } else {
-          lo = d.w[0] ^ d.w[1], hi = d.w[2] ^ d.w[3];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) lo ^= float_bits(v[i]), hi ^= float_bits(v[8 + i]);
-          sb = lo & 0x7Fu;
-        }
-        if (valid) store_data<8, kVec>(col.data + k * (M / 2) + m0 / 2, lo, hi);
-        sbytes[j] = sb;
-      }
-      // Column k's four blocks are held by lanes cl, cl + 8, cl + 16, cl + 24.
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        uint32_t s = sbytes[j] << (8 * rq);
-        s |= __shfl_xor_sync(kFullMask, s, 8);
-        s |= __shfl_xor_sync(kFullMask, s, 16);
-        if (rq == 0 && cols_in) {
-          const int64_t nb = (M - o.R0) / 16;  // blocks of the column in x
-          store_scales<4, kVec>(col, c + j, o.R0 / 16, s, nb < 4 ? static_cast<int>(nb) : 4);
+          sb = quantize_store<kSrCol>(col, consts[1], rng_col, k, m / 16, M, v);
         }
       }
+      store_scales4(col, k, R0 / 16, sb, blk, cvalid, k < K && R0 + kTile <= M);
     }
-
-    if (do_row) {
-      const Nvfp4Consts& rc = consts[0];
-      const int64_t jb = c / 16;  // this lane's block of its rows
-      const int64_t item0 = static_cast<int64_t>(row.item_base) + m0 * (K / 16) + jb;
-#pragma unroll
-      for (int i0 = 0; i0 < 16; i0 += kG) {
-        // Words kW * part .. of the draws of rows i0 .. i0 + kG - 1: this lane draws for
-        // row i0 + part; in round s the lane part ^ s hands over its words for our part.
-        uint32_t rw[kG][kW];
-        if (kSrRow) {
-          const Philox4 d = philox4x32_10(rng_row.seed, rng_row.offset,
-                                          static_cast<uint64_t>(item0 + (i0 + part) * (K / 16)));
-#pragma unroll
-          for (int s = 0; s < kG; ++s) {
-#pragma unroll
-            for (int u = 0; u < kW; ++u) {
-              const uint32_t send = pick_word(d, (part ^ s) * kW + u);
-              const uint32_t got = s == 0 ? send : __shfl_xor_sync(kFullMask, send, s);
-#pragma unroll
-              for (int g = 0; g < kG; ++g) {
-                if ((part ^ s) == g) rw[g][u] = got;  // the draw of row i0 + (part ^ s)
-              }
-            }
-          }
-        }
-#pragma unroll
-        for (int g = 0; g < kG; ++g) {
-          const int64_t r = m0 + i0 + g;
-          float v[kCols];
-          to_float<In, kCols>(raw[i0 + g], v);
-          uint32_t bits, sb;
-          if constexpr (kQuantize) {
-            float bamax = 0.0f;
-            if constexpr (std::is_same<In, InBF16>::value) {
-              const uint4& q = raw[i0 + g];
-              const uint32_t pm = absmax_bf16x2(absmax_bf16x2(q.x, q.y), absmax_bf16x2(q.z, q.w));
-              // fmaxf with +0 first: a NaN half (both of its pair NaN) is dropped, as fmaxf would.
-              bamax = fmaxf(fmaxf(0.0f, absmax_value(pm, 0)), absmax_value(pm, 1));
-            } else {
-#pragma unroll
-              for (int e = 0; e < kCols; ++e) bamax = fmaxf(bamax, fabsf(v[e]));
-            }
-#pragma unroll
-            for (int s = 1; s < kG; s <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(kFullMask, bamax, s));
-            const float m = nvfp4_scale(bamax, rc, sb);
-            bits = e2m1_pack<kSrRow, kCols>(v, m, rw[g], magic);
-          } else {
-            bits = kSrRow ? rw[g][0] : 0u;
-#pragma unroll
-            for (int e = 0; e < kCols; ++e) bits ^= float_bits(v[e]);
-            sb = bits & 0x7Fu;
-          }
-          if (valid) store_data<kCols / 2, kVec>(row.data + r * (K / 2) + c / 2, bits, 0u);
-          // Row r's 8 / kG blocks in this tile are held by lanes kG apart.
-          uint32_t s = sb << (8 * (cl / kG));
-#pragma unroll
-          for (int sh = kG; sh < 8; sh <<= 1) s |= __shfl_xor_sync(kFullMask, s, sh);
-          if (cl == 0 && rows_in) {
-            const int64_t nb = (K - o.C0) / 16;  // blocks of the row in x
-            store_scales<8 / kG, kVec>(row, r, o.C0 / 16, s, nb < 8 / kG ? static_cast<int>(nb) : 8 / kG);
-          }
-        }
-      }
-    }
+    __syncthreads();  // the next tile's loaders overwrite `tile`
   }
 }
 
 // Blocks of the persistent tile kernel: as many as fit on the device at once (at most
-// one warp per tile).
+// one per tile).
 template <typename Kernel>
 unsigned tile_blocks(Kernel kernel, int64_t tiles) {
   int per_sm = 0;
@@ -298,39 +222,28 @@ unsigned tile_blocks(Kernel kernel, int64_t tiles) {
     per_sm = kTileMinBlocks;
   }
   const int64_t most = static_cast<int64_t>(sm_count()) * per_sm;
-  const int64_t need = (tiles + kTileWarps - 1) / kTileWarps;
-  return static_cast<unsigned>(need < most ? need : most);
+  return static_cast<unsigned>(tiles < most ? tiles : most);
 }
 
 // Launches the tile kernel over x [M, K] (M % 16 == K % 16 == 0) for the operands
 // present, picking rounding per operand from whether it has an RNG state.
-template <typename In, bool kRhtCol, bool kQuantize = true>
+template <typename In, bool kRhtCol>
 void launch_nvfp4_tiles(const typename In::storage* x, int64_t M, int64_t K,
                         const Nvfp4Operand& row, const Nvfp4Operand& col, cudaStream_t stream) {
-  constexpr int64_t kTileCols = TileShape<In>::kTileCols;
-  const int64_t tiles_m = (M + kTileRows - 1) / kTileRows, tiles_k = (K + kTileCols - 1) / kTileCols;
+  const int64_t tiles_m = (M + kTile - 1) / kTile, tiles_k = (K + kTile - 1) / kTile;
   if (tiles_m == 0 || tiles_k == 0 || (row.data == nullptr && col.data == nullptr)) return;
-  // Tile numbers are 32-bit, with room for the walk's last step: 2^31 tiles would be
-  // 2^42 elements.
+  // Tile numbers are 32-bit: 2^32 tiles of 64 x 64 would be 16 Ti elements.
   const int64_t tiles = tiles_m * tiles_k;
-  if (tiles > (int64_t{1} << 31)) return;
-  const auto aligned = [](const Nvfp4Operand& op) {
-    return op.data == nullptr || (op.data_vec && op.scale_vec);
-  };
-  const bool vec = is_aligned(x, 16) && aligned(row) && aligned(col);
+  if (tiles > static_cast<int64_t>(UINT32_MAX)) return;
+  const bool vec = is_aligned(x, 16);
   const bool sr_r = row.data != nullptr && row.rng != nullptr;
   const bool sr_c = col.data != nullptr && col.rng != nullptr;
-  const auto pick = [&](auto kv) {
-    constexpr bool kV = decltype(kv)::value;
-    auto k = nvfp4_tile_kernel<In, kV, false, false, kRhtCol, kQuantize>;
-    if (sr_r && sr_c) k = nvfp4_tile_kernel<In, kV, true, true, kRhtCol, kQuantize>;
-    else if (sr_r) k = nvfp4_tile_kernel<In, kV, true, false, kRhtCol, kQuantize>;
-    else if (sr_c) k = nvfp4_tile_kernel<In, kV, false, true, kRhtCol, kQuantize>;
-    return k;
-  };
-  auto kernel = vec ? pick(std::true_type{}) : pick(std::false_type{});
+  auto kernel = nvfp4_tile_kernel<In, false, false, kRhtCol>;
+  if (sr_r && sr_c) kernel = nvfp4_tile_kernel<In, true, true, kRhtCol>;
+  else if (sr_r) kernel = nvfp4_tile_kernel<In, true, false, kRhtCol>;
+  else if (sr_c) kernel = nvfp4_tile_kernel<In, false, true, kRhtCol>;
   kernel<<<tile_blocks(kernel, tiles), kTileThreads, 0, stream>>>(
-      x, M, K, static_cast<uint32_t>(tiles_k), static_cast<uint32_t>(tiles), row, col);
+      x, M, K, static_cast<uint32_t>(tiles_k), static_cast<uint32_t>(tiles), vec, row, col);
 }
 
 }  // namespace cuda_detail
