@@ -196,37 +196,49 @@ __device__ __forceinline__ bool load_part(const typename In::storage* __restrict
 
 QEXT_HD int imax(int a, int b) { return a > b ? a : b; }
 
+// The code of the E2M1 grid point at or below t, for 0 <= t < 8 (E2M1 is a float with
+// one mantissa bit whose subnormals are 0 and 0.5): t * 2^-126 rounded toward zero has
+// the code in bits 22-24. For t >= 1 the product is exact and normal, t = 2^E * 1.f
+// (E = 0..2) giving exponent field E + 1, so bits >> 22 = 2E + 2 + f's first bit, the
+// code of 1, 1.5, 2, 3, 4, 6; for t < 1 it is subnormal with bits floor(t * 2^23), so
+// bits >> 22 = floor(2t), the code of 0 or 0.5. The shift is a multiply-high, so that
+// it runs on the FMA pipe beside the ALU work of the callers.
+__device__ __forceinline__ uint32_t e2m1_code_at_or_below(float t) {
+  return __umulhi(float_bits(__fmul_rz(t, 0x1p-126f)), 1u << 10);  // bits >> 22
+}
+
 // float_to_e2m1_rn. Adding M = 2^22, 2^23 or 2^24 (2^22 times the binade of |v|,
 // at least 1) rounds |v| to a multiple of the E2M1 spacing of its range (0.5 below 2,
 // 1 below 4, 2 above) with ties to the even multiple, which is the even code: the
-// thresholds and ties of formats.h exactly. bits(|v| + M) - bits(M) is that multiple;
-// the range's first code, 2 * log2(M / 2^22), comes from the exponent of M.
-QEXT_HD uint32_t e2m1_mag_rn(float v) {
+// thresholds and ties of formats.h exactly. Subtracting M again is exact and leaves
+// that grid point (at most 6), whose code e2m1_code_at_or_below reads.
+__device__ __forceinline__ uint32_t e2m1_mag_rn(float v) {
   const float a = fminf(fabsf(v), 6.0f);
   const int binade = static_cast<int>(float_bits(a) & 0x7F800000u);
-  const uint32_t mb = static_cast<uint32_t>(imax(binade + (22 << 23), 0x3F800000 + (22 << 23)));
-  return float_bits(a + bits_float(mb)) - mb + ((mb >> 22) - 298u);
+  const float mf = bits_float(static_cast<uint32_t>(imax(binade + (22 << 23), 0x3F800000 + (22 << 23))));
+  return e2m1_code_at_or_below((a + mf) - mf);
 }
 
 // float_to_e2m1_sr, given r = bits of the float 2^23 + 256 * byte (sr_random_bits).
 // u * step(|v|) is formed exactly as (256 * byte) * (step * 2^-16), step read off the
 // binade of |v|, and t = |v| + u * step is one fused multiply-add: the product is
 // exact, so fma rounds the same sum formats.h rounds. Then
-// min(floor(t / step(t)) * step(t), 6) is the E2M1 grid point at or below t, whose
-// code comes from the exponent and first mantissa bit of t (d = bits(t) >> 22 - 252):
-// d < 0 (t < 0.5) -> 0, d = 0 or 1 ([0.5, 1)) -> 1, else d (t < 8 after the clamp).
-QEXT_HD uint32_t e2m1_mag_sr(float v, uint32_t r) {
+// min(floor(t / step(t)) * step(t), 6) is the E2M1 grid point at or below t (t < 8
+// after the clamp). (Both compared with formats.h over every float x every random byte:
+// bench/qext_kernels/exhaustive.cu.)
+__device__ __forceinline__ uint32_t e2m1_mag_sr(float v, uint32_t r) {
   const float a = fminf(fabsf(v), 6.0f);
   const int binade = static_cast<int>(float_bits(a) & 0x7F800000u);
   const int step16 = imax(binade - 0x08800000, 0x37000000);  // step(a) * 2^-16
   const float t = fmaf(bits_float(r) - 8388608.0f, bits_float(static_cast<uint32_t>(step16)), a);
-  const int d = static_cast<int>(float_bits(t) >> 22) - 252;
-  return static_cast<uint32_t>(imax((d >> 31) + 1, d));  // (d >> 31) + 1: 0 if d < 0, else 1
+  return e2m1_code_at_or_below(t);
 }
 
 QEXT_HD uint32_t e2m1_sign(float v) { return (float_bits(v) >> 28) & 8u; }
-QEXT_HD uint32_t e2m1_code_rn(float v) { return e2m1_mag_rn(v) | e2m1_sign(v); }
-QEXT_HD uint32_t e2m1_code_sr(float v, uint32_t r) { return e2m1_mag_sr(v, r) | e2m1_sign(v); }
+__device__ __forceinline__ uint32_t e2m1_code_rn(float v) { return e2m1_mag_rn(v) | e2m1_sign(v); }
+__device__ __forceinline__ uint32_t e2m1_code_sr(float v, uint32_t r) {
+  return e2m1_mag_sr(v, r) | e2m1_sign(v);
+}
 
 // Bits of the float 2^23 + 256 * byte, for random byte k (0..3) of word w. `magic` is
 // 0x4B000000, passed in a register (Nvfp4Consts::magic): with both operands constant

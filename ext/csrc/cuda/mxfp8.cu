@@ -1,13 +1,22 @@
 // MXFP8 quantization on CUDA: rowwise blocks of 32 along K and columnwise blocks of
-// 32 along M, both from one read of a 64x64 tile of x.
+// 32 along M, both from one read of x, with no shared memory.
 //
-// Thread (warp w, lane l): minor = 8w + (l & 7), blk = l >> 3, as in nvfp4_tile.cuh.
-// A block walks kTilesPerBlock tiles along K, the next one's loads issued first.
-// A loader holds 16 elements of row `minor`; the 32-block is completed with lane
-// l ^ 8 (blk ^ 1). A column reader holds rows 16*blk.. of column `minor`, pairs with
-// lane l ^ 8 likewise, and writes its codes into a byte tile that is then stored row
-// by row with 16-byte stores (columnwise data has x's shape).
+// Both outputs have x's shape (the columnwise one is not transposed), so a thread can
+// quantize both directions of what it loaded, from registers. A warp takes a strip of
+// 32 rows: lane l holds kCols = 16 / sizeof(element) consecutive columns (one 16-byte
+// load per row) of the kRows rows kRows * (l / kColLanes) .. of the strip, the
+// kColLanes lanes l % kColLanes side by side along the rows. So
+//  - a rowwise 32-block is kGroup = 32 / kCols adjacent lanes of one row: its amax is
+//    a shuffle within the group, and each lane stores its kCols codes;
+//  - a columnwise 32-block is one column of the kRowLanes lanes with the same
+//    l % kColLanes: its amax is a shuffle across them, and each lane stores its kCols
+//    codes of every row it holds.
+// Every load is 16 bytes and every data store kCols bytes, both coalesced along rows.
+// (Until 2026-12-01 the kernel went through a 64x64 shared-memory tile: bound by
+// shared memory, L1 at 84%, at 0.61 of copy.)
 #include "common/kernels.h"
+#include <type_traits>
+
 #include "launch.cuh"
 
 namespace qext {
@@ -17,10 +26,10 @@ namespace {
 
 using namespace cuda_detail;
 
-constexpr int kTile = 64;
-constexpr int kThreads = 256;
-constexpr int kTilesPerBlock = 2;  // along K
-constexpr int kMinBlocksPerSm = 4;  // caps registers at 64: half the warps resident
+constexpr int kWarps = 4;                  // per block, side by side along K
+constexpr int kRows = 16;                  // rows per lane: a part of a columnwise block
+constexpr int kRowLanes = 32 / kRows;      // lanes that share a column (its 32-block)
+constexpr int kColLanes = 32 / kRowLanes;  // lanes side by side along a row
 
 struct Mxfp8Operand {
   uint8_t* data = nullptr;   // nullptr: direction not produced
@@ -30,136 +39,225 @@ struct Mxfp8Operand {
   bool swizzled = false;
 };
 
-__device__ __forceinline__ int ftile_index(int r, int c) {  // see nvfp4_tile.cuh
-  const int f = (r & 7) ^ (((r >> 4) & 3) << 1);
-  return r * kTile + (c ^ (f << 2));
-}
-// Byte tile: 16-byte column groups XOR-swizzled by the row's 16-row block, so the
-// column readers' byte stores and the row writers' 16-byte loads avoid conflicts.
-__device__ __forceinline__ int btile_index(int r, int c) {
-  return r * kTile + (c ^ (((r >> 4) & 3) << 4));
-}
-
-// Scale exponent of the 32-block split between this lane and lane ^ 8 (all lanes call).
-__device__ __forceinline__ int block_exponent(const float (&v)[16]) {
-  float bamax = 0.0f;
-#pragma unroll
-  for (int e = 0; e < 16; ++e) bamax = fmaxf(bamax, fabsf(v[e]));
-  bamax = fmaxf(bamax, __shfl_xor_sync(kFullMask, bamax, 8));
-  return mxfp8_exponent(bamax);
+// mxfp8_exponent (formats.h) of a block amax b >= 0, not NaN. For 2^-116 <= b < inf
+// (bits 0x05800000 .. 0x7F7FFFFF) the quotient b / 448 is a normal float, and its
+// rounding never reaches a power of two, so e = ceil(log2(b / 448)): the exponent of b
+// minus 8, plus one when b's significand exceeds 1.75 (0x600000): one add and a shift.
+// Compared with formats.h over every float in that range; the rest takes formats.h.
+// (Out of line: the rare case stays out of the unrolled loops' code.)
+__device__ __noinline__ int block_exponent_slow(float b) { return mxfp8_exponent(b); }
+__device__ __forceinline__ int block_exponent(float b) {
+  const uint32_t u = __float_as_uint(b);
+  if (u >= 0x05800000u && u < 0x7F800000u) return static_cast<int>((u + 0x1FFFFFu) >> 23) - 135;
+  return block_exponent_slow(b);
 }
 
-// e4m3(v / 2^e) for 16 values. 2^-e is exact for e in [-127, 127], so v * 2^-e is
-// the correctly rounded v / 2^e, the same float.
-__device__ __forceinline__ uint4 encode16(const float (&v)[16], int e) {
-  const float inv = exp2_from_bits(-e);
-  uint32_t w[4];
+// 2^-e for e in [-127, 127] (exp2_from_bits(-e)): a normal float except 2^-127.
+__device__ __forceinline__ float inv_scale(int e) {
+  return e >= 127 ? __uint_as_float(0x00400000u) : __uint_as_float(static_cast<uint32_t>(127 - e) << 23);
+}
+
+// Codes of kCols values times their inverse scales, as kCols / 4 words (byte j is value j).
+// v * 2^-e is the correctly rounded v / 2^e (formats.h divides): the same float.
+template <int kCols>
+__device__ __forceinline__ void encode(const float (&v)[kCols], const float (&inv)[kCols],
+                                       uint32_t (&w)[kCols / 4]) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    w[i] = e4m3x2(v[4 * i] * inv, v[4 * i + 1] * inv) |
-           (e4m3x2(v[4 * i + 2] * inv, v[4 * i + 3] * inv) << 16);
+  for (int i = 0; i < kCols / 4; ++i) {
+    w[i] = e4m3x2(v[4 * i] * inv[4 * i], v[4 * i + 1] * inv[4 * i + 1]) |
+           (e4m3x2(v[4 * i + 2] * inv[4 * i + 2], v[4 * i + 3] * inv[4 * i + 3]) << 16);
   }
-  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// Byte b of the 16 codes in q (little-endian words, as a 16-byte store lays them out).
-__device__ __forceinline__ uint8_t code_byte(const uint4& q, int b) {
-  const uint32_t w = b < 4 ? q.x : b < 8 ? q.y : b < 12 ? q.z : q.w;
-  return static_cast<uint8_t>(w >> (8 * (b % 4)));
-}
-
-// 16 codes to global memory: one 16-byte store where the buffers are aligned (vec).
-__device__ __forceinline__ void store16(uint8_t* dst, const uint4& q, bool vec) {
-  if (vec) {
-    *reinterpret_cast<uint4*>(dst) = q;
+template <int kCols, bool kVec>
+__device__ __forceinline__ void store_codes(uint8_t* dst, const uint32_t (&w)[kCols / 4]) {
+  if constexpr (kVec) {
+    if constexpr (kCols == 8) *reinterpret_cast<uint2*>(dst) = make_uint2(w[0], w[1]);
+    else *reinterpret_cast<uint32_t*>(dst) = w[0];
   } else {
 #pragma unroll
-    for (int b = 0; b < 16; ++b) dst[b] = code_byte(q, b);
+    for (int b = 0; b < kCols; ++b) dst[b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
   }
 }
 
-// vec: x and both data buffers are 16-byte aligned. Each block quantizes kTilesPerBlock
-// tiles along K, loading the next tile's part before it works on the current one, so
-// that every thread keeps a load in flight while it computes (the kernel is bound by
-// memory latency, not by instructions).
-template <typename In>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
-    mxfp8_tile_kernel(const typename In::storage* __restrict__ x, int64_t M, int64_t K,
-                      int64_t first_tile_row, bool vec, Mxfp8Operand row, Mxfp8Operand col,
-                      const float* noop) {
+template <typename In, bool kVec>
+__device__ __forceinline__ void load16(const typename In::storage* p, uint4& q) {
+  if constexpr (kVec) {
+    q = __ldcs(reinterpret_cast<const uint4*>(p));  // streaming: nothing re-reads x
+  } else {
+    typename In::storage tmp[16 / sizeof(typename In::storage)];
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(16 / sizeof(tmp[0])); ++i) tmp[i] = p[i];
+    memcpy(&q, tmp, sizeof(q));
+  }
+}
+
+// max(|a|, |b|) of each bf16 half, with the xor of the two signs as its sign (one
+// HMNMX2; absmax_value drops the sign). Exact, and like fmaxf it returns the other
+// operand where one is NaN: a NaN only where both are.
+__device__ __forceinline__ uint32_t absmax_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("max.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+// |half h| of a packed absmax result as a float.
+__device__ __forceinline__ float absmax_value(uint32_t m, int h) {
+  return __uint_as_float(h ? m & 0x7FFF0000u : (m << 16) & 0x7FFF0000u);
+}
+
+// Per-column amax of kCols columns, accumulated row by row. bf16 keeps it packed (one
+// HMNMX2 per two elements, no unpacking); other inputs as floats.
+template <typename In, int kCols>
+struct ColAmax {
+  float a[kCols];
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) a[j] = 0.0f;
+  }
+  __device__ __forceinline__ void add(const float (&v)[kCols], const uint4&) {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) a[j] = fmaxf(a[j], fabsf(v[j]));
+  }
+  __device__ __forceinline__ float get(int j) const { return a[j]; }
+};
+template <>
+struct ColAmax<InBF16, 8> {
+  uint32_t w[4];
+  __device__ __forceinline__ void init() { w[0] = w[1] = w[2] = w[3] = 0u; }
+  __device__ __forceinline__ void add(const float (&)[8], const uint4& q) {
+    w[0] = absmax_bf16x2(w[0], q.x), w[1] = absmax_bf16x2(w[1], q.y);
+    w[2] = absmax_bf16x2(w[2], q.z), w[3] = absmax_bf16x2(w[3], q.w);
+  }
+  // The accumulator starts at +0, so a NaN never survives (max returns the other).
+  __device__ __forceinline__ float get(int j) const {
+    return absmax_value(w[j / 2], j & 1);
+  }
+};
+
+// amax(|v|) of one row's kCols values (a non-negative float, NaN ignored as fmaxf does).
+template <typename In, int kCols>
+__device__ __forceinline__ float row_amax(const float (&v)[kCols], const uint4& q) {
+  if constexpr (std::is_same<In, InBF16>::value) {
+    const uint32_t m = absmax_bf16x2(absmax_bf16x2(q.x, q.y), absmax_bf16x2(q.z, q.w));
+    // fmaxf with +0 first: a NaN half (both of its pair NaN) is dropped.
+    return fmaxf(fmaxf(0.0f, absmax_value(m, 0)), absmax_value(m, 1));
+  } else {
+    float b = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) b = fmaxf(b, fabsf(v[j]));
+    return b;
+  }
+}
+
+template <typename In, int kCols>
+__device__ __forceinline__ void to_float(const uint4& q, float (&v)[kCols]) {
+  if constexpr (kCols == 4) {
+    v[0] = __uint_as_float(q.x), v[1] = __uint_as_float(q.y);
+    v[2] = __uint_as_float(q.z), v[3] = __uint_as_float(q.w);
+  } else {
+    unpack2<In>(q.x, v[0], v[1]);
+    unpack2<In>(q.y, v[2], v[3]);
+    unpack2<In>(q.z, v[4], v[5]);
+    unpack2<In>(q.w, v[6], v[7]);
+  }
+}
+
+// kVec: x is 16-byte aligned, the data buffers 8-byte aligned and the columnwise
+// scales too (M % 32 == K % 32 == 0 keeps every row start aligned).
+template <typename In, bool kVec>
+__global__ void __launch_bounds__(kWarps * 32)
+    mxfp8_kernel(const typename In::storage* __restrict__ x, int64_t M, int64_t K,
+                 int64_t first_strip, Mxfp8Operand row, Mxfp8Operand col,
+                 const float* noop) {
+  constexpr int kCols = 16 / static_cast<int>(sizeof(typename In::storage));
+  constexpr int kGroup = 32 / kCols;  // lanes of one rowwise block
+  static_assert(kGroup <= kColLanes, "a rowwise block must lie in one row of lanes");
   if (noop_set(noop)) return;
-  __shared__ __align__(16) float tile[kTile * kTile];
-  __shared__ __align__(16) uint8_t codes[kTile * kTile];
-  const int64_t R0 = (first_tile_row + blockIdx.y) * kTile;
-  const int64_t C0first = static_cast<int64_t>(blockIdx.x) * kTilesPerBlock * kTile;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int minor = warp * 8 + (lane & 7);
-  const int blk = lane >> 3;
+  const int lane = threadIdx.x & 31, part = lane / kColLanes;
+  const int64_t m0 = (first_strip + blockIdx.y) * 32 + kRows * part;
+  const int64_t c = (static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5)) * kColLanes * kCols +
+                    (lane % kColLanes) * kCols;
+  // K % 32 == 0: a rowwise block is all in x or all out; lanes outside load zeros and
+  // store nothing, but take part in every shuffle.
+  const bool valid = c < K;
 
-  Raw16<In> next;
-  bool next_valid = load_part<In>(x, M, K, R0, C0first, minor, blk, vec, next);
-#pragma unroll 1
-  for (int t = 0; t < kTilesPerBlock; ++t) {
-    const int64_t C0 = C0first + t * kTile;
-    if (C0 >= K) break;  // the same for the whole block
-    const Raw16<In> raw = next;
-    const bool valid = next_valid;
-    if (t + 1 < kTilesPerBlock && C0 + kTile < K) {
-      next_valid = load_part<In>(x, M, K, R0, C0 + kTile, minor, blk, vec, next);
+  const typename In::storage* src = x + m0 * K + c;
+  uint4 raw[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (valid) load16<In, kVec>(src + i * K, raw[i]);
+    else raw[i] = make_uint4(0u, 0u, 0u, 0u);
+  }
+
+  float cinv[kCols];  // columnwise inverse scales
+  if (col.data != nullptr) {
+    ColAmax<In, kCols> camax;
+    camax.init();
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      float v[kCols];
+      to_float<In, kCols>(raw[i], v);
+      camax.add(v, raw[i]);
     }
-
-    {  // loader and rowwise
-      const int64_t r = R0 + minor, c = C0 + 16 * blk;
-      float v[16];
-      raw_to_float<In>(raw, v);
-      if (row.data != nullptr) {
-        const int e = block_exponent(v);
-        if (valid) {
-          store16(row.data + r * K + c, encode16(v, e), vec);
-          if ((blk & 1) == 0) {
-            const int64_t j = c / kMxfp8Block;
-            row.scale[row.swizzled ? static_cast<int64_t>(swizzle_offset(r, j, row.swizzle_cols))
-                                   : r * row.scale_cols + j] = static_cast<uint8_t>(e + 127);
-          }
+    uint32_t sbytes[kCols / 4] = {};
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      float a = camax.get(j);
+#pragma unroll
+      for (int s = kColLanes; s < 32; s <<= 1) a = fmaxf(a, __shfl_xor_sync(kFullMask, a, s));
+      const int e = block_exponent(a);
+      cinv[j] = inv_scale(e);
+      sbytes[j / 4] |= static_cast<uint32_t>(e + 127) << (8 * (j % 4));
+    }
+    if (valid && part == 0) {  // scales [roundup(M/32, 4), roundup(K, 128)], swizzled as the transpose
+      const int64_t i = m0 / 32;
+      if (col.swizzled) {
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) {
+          col.scale[swizzle_offset(c + j, i, col.swizzle_cols)] =
+              static_cast<uint8_t>(sbytes[j / 4] >> (8 * (j % 4)));
         }
-      }
-      if (col.data == nullptr) continue;  // the same for the whole block: no barrier skipped
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        *reinterpret_cast<float4*>(&tile[ftile_index(minor, 16 * blk + 4 * q)]) =
-            make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+      } else {
+        store_codes<kCols, kVec>(col.scale + i * col.scale_cols + c, sbytes);
       }
     }
-    // Also orders the previous tile's reads of `codes` before this tile's writes.
-    __syncthreads();
+  }
 
-    {  // column reader: column k, rows m..m+15 (half of the 32-block with lane ^ 8)
-      const int64_t k = C0 + minor, m = R0 + 16 * blk;
-      float v[16];
+  // Rowwise scale of row m0 + i at rscale + i * rstride: m0 % kRows == 0, so the kRows
+  // rows share their 128- and 32-row groups, and the GEMM layout steps 16 bytes a row.
+  uint8_t* rscale = nullptr;
+  int64_t rstride = 0;
+  if (row.data != nullptr) {
+    const int64_t j = c / kMxfp8Block;
+    rscale = row.scale + (row.swizzled ? static_cast<int64_t>(swizzle_offset(m0, j, row.swizzle_cols))
+                                       : m0 * row.scale_cols + j);
+    rstride = row.swizzled ? 16 : row.scale_cols;
+  }
+  uint8_t* rdst = row.data != nullptr ? row.data + m0 * K + c : nullptr;
+  uint8_t* cdst = col.data != nullptr ? col.data + m0 * K + c : nullptr;
 #pragma unroll
-      for (int j = 0; j < 16; ++j) v[j] = tile[ftile_index(16 * blk + j, minor)];
-      const int e = block_exponent(v);
-      if (k < K && m < M) {
-        const uint4 q = encode16(v, e);
+  for (int i = 0; i < kRows; ++i) {
+    float v[kCols];
+    to_float<In, kCols>(raw[i], v);
+    if (row.data != nullptr) {
+      float bamax = row_amax<In, kCols>(v, raw[i]);
 #pragma unroll
-        for (int j = 0; j < 16; ++j) codes[btile_index(16 * blk + j, minor)] = code_byte(q, j);
-        if ((blk & 1) == 0) {
-          const int64_t i = m / kMxfp8Block;
-          col.scale[col.swizzled ? static_cast<int64_t>(swizzle_offset(k, i, col.swizzle_cols))
-                                 : i * col.scale_cols + k] = static_cast<uint8_t>(e + 127);
-        }
+      for (int s = 1; s < kGroup; s <<= 1) bamax = fmaxf(bamax, __shfl_xor_sync(kFullMask, bamax, s));
+      const int e = block_exponent(bamax);
+      float rinv[kCols];
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) rinv[j] = inv_scale(e);
+      uint32_t w[kCols / 4];
+      encode<kCols>(v, rinv, w);
+      if (valid) {
+        store_codes<kCols, kVec>(rdst + i * K, w);
+        if ((lane & (kGroup - 1)) == 0) rscale[i * rstride] = static_cast<uint8_t>(e + 127);
       }
     }
-    // Also orders this tile's reads of `tile` before the next tile's writes.
-    __syncthreads();
-
-    {  // columnwise data, row by row: thread -> row rr of the tile, 16-byte chunk cq
-      const int rr = warp * 8 + (lane >> 2), cq = lane & 3;
-      const int64_t r = R0 + rr, c = C0 + 16 * cq;
-      if (r < M && c < K) {  // K % 32 == 0: a chunk is inside x when its start is
-        store16(col.data + r * K + c,
-                *reinterpret_cast<const uint4*>(&codes[btile_index(rr, 16 * cq)]), vec);
-      }
+    if (col.data != nullptr && valid) {
+      uint32_t w[kCols / 4];
+      encode<kCols>(v, cinv, w);
+      store_codes<kCols, kVec>(cdst + i * K, w);
     }
   }
 }
@@ -170,7 +268,7 @@ void mxfp8_quantize(const TensorWrapper& x, const TensorWrapper& data_r,
                     const TensorWrapper& scale_r, const TensorWrapper& data_c,
                     const TensorWrapper& scale_c, const QuantizationConfig& cfg, Stream stream) {
   const Dims d = dims2d(x);
-  const int64_t M = d.rows, K = d.cols;
+  const int64_t M = d.rows, K = d.cols;  // both multiples of 32 (checked by the caller)
   Mxfp8Operand row, col;
   if (!data_r.empty()) {
     row.data = data_r.ptr<uint8_t>();
@@ -189,21 +287,24 @@ void mxfp8_quantize(const TensorWrapper& x, const TensorWrapper& data_r,
     col.swizzled = cfg.swizzled_scales;
   }
   if (row.data == nullptr && col.data == nullptr) return;
-  const int64_t tiles_m = (M + kTile - 1) / kTile, tiles_k = (K + kTile - 1) / kTile;
-  if (tiles_m == 0 || tiles_k == 0) return;
-  const int64_t blocks_k = (tiles_k + kTilesPerBlock - 1) / kTilesPerBlock;
+  const int64_t strips = M / 32;
+  if (strips == 0 || K == 0) return;
   dispatch_input(x.dtype(), [&](auto in) {
     using In = decltype(in);
     const typename In::storage* p = x.ptr<const typename In::storage>();
-    const bool vec = is_aligned(p, 16) && (row.data == nullptr || is_aligned(row.data, 16)) &&
-                     (col.data == nullptr || is_aligned(col.data, 16));
-    // gridDim.y is at most 65535: taller inputs go in bands of tile rows.
+    constexpr int64_t kBlockCols = kWarps * kColLanes * (16 / sizeof(typename In::storage));
+    // Codes go out as 4- or 8-byte words, the compact columnwise scales too
+    // (scale_cols % 128 == 0 keeps each row's start aligned).
+    const bool vec = is_aligned(p, 16) && (row.data == nullptr || is_aligned(row.data, 8)) &&
+                     (col.data == nullptr || (is_aligned(col.data, 8) && is_aligned(col.scale, 8)));
+    const int64_t blocks_k = (K + kBlockCols - 1) / kBlockCols;
+    // gridDim.y is at most 65535: taller inputs go in bands of 32-row strips.
     constexpr int64_t kBand = 65535;
-    for (int64_t first = 0; first < tiles_m; first += kBand) {
-      const int64_t n = tiles_m - first < kBand ? tiles_m - first : kBand;
+    for (int64_t first = 0; first < strips; first += kBand) {
+      const int64_t n = strips - first < kBand ? strips - first : kBand;
       const dim3 grid(static_cast<unsigned>(blocks_k), static_cast<unsigned>(n));
-      mxfp8_tile_kernel<In><<<grid, kThreads, 0, stream>>>(p, M, K, first, vec, row, col,
-                                                           noop_ptr(cfg));
+      auto kernel = vec ? mxfp8_kernel<In, true> : mxfp8_kernel<In, false>;
+      kernel<<<grid, kWarps * 32, 0, stream>>>(p, M, K, first, row, col, noop_ptr(cfg));
     }
   });
 }

@@ -18,6 +18,12 @@
 namespace qext {
 namespace cuda_detail {
 
+// The per-block quantization; bench/qext_kernels/tile_ceiling.cu defines it to stripped
+// variants (no rounding, or Philox alone) to time the rest of the kernel.
+#ifndef QEXT_NVFP4_BLOCK
+#define QEXT_NVFP4_BLOCK nvfp4_block
+#endif
+
 constexpr int kTile = 64;
 constexpr int kTileThreads = 256;
 constexpr int kTileMinBlocks = 4;  // caps registers at 64 per thread
@@ -75,7 +81,7 @@ __device__ __forceinline__ uint32_t quantize_store(const Nvfp4Operand& op, const
     rnd = philox4x32_10(rng.seed, rng.offset, item);
   }
   uint32_t sb;
-  const uint2 d = nvfp4_block<kSR>(v, c, rnd, sb);
+  const uint2 d = QEXT_NVFP4_BLOCK<kSR>(v, c, rnd, sb);
   uint8_t* dst = op.data + i * (cols / 2) + j * 8;
   if (op.data_vec) {
     *reinterpret_cast<uint2*>(dst) = d;
