@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One GPU-machine call for a qext kernel change: before/after timings of the kernels
-# alone, the exhaustive E2M1 check, qext built, the CUDA-vs-CPU tests, the extra checks,
+# alone, the exhaustive E2M1 check, qext built, the CUDA-vs-CPU tests (test_cuda.py, test_cuda_inputs.py),
 # `bench_qext.py`, and Nsight Compute metrics of one call per bench case.
 #
 # Run from the root of a checkout of the BEFORE tree, with the AFTER tree's ext/ and
@@ -60,8 +60,8 @@ stamp "test_cuda"
 XDIST=$(.venv/bin/python -c 'import xdist' 2>/dev/null && echo "-n 8")
 .venv/bin/python -m pytest -q -p no:cacheprovider $XDIST tests/ext/test_cuda.py > "$OUT/test-cuda.txt" 2>&1
 echo "test_cuda rc=$?"; tail -3 "$OUT/test-cuda.txt"
-stamp "extra checks"
-.venv/bin/python bench/qext_kernels/extra_checks.py > "$OUT/extra.txt" 2>&1
+stamp "CUDA == CPU on stranger inputs (tests/ext/test_cuda_inputs.py)"
+.venv/bin/python -m pytest -q -p no:cacheprovider $XDIST tests/ext/test_cuda_inputs.py > "$OUT/extra.txt" 2>&1
 echo "extra rc=$?"; tail -3 "$OUT/extra.txt"
 stamp "bench_qext"
 .venv/bin/python bench/bench_qext.py --no-reference --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
