@@ -98,8 +98,9 @@ def test_nvfp4_cuda_equals_cpu(name, misaligned, sr, gemm):
         return [torch.tensor([1234 + 7919 * i, 4 * i + 3], dtype=torch.int64, device=device)
                 for i in range(n)]
 
-    _assert_same(q.quantize(cuda, rng_states=states(CUDA)), q.quantize(cpu, rng_states=states("cpu")),
-                 NVFP4_BUFFERS, f"nvfp4 {name} sr={sr}")
+    got = q.quantize(cuda, rng_states=states(CUDA))
+    _assert_same(got, q.quantize(cpu, rng_states=states("cpu")), NVFP4_BUFFERS,
+                 f"nvfp4 {name} sr={sr}")
 
 
 @pytest.mark.parametrize("usage", list(USAGES))
