@@ -11,7 +11,8 @@ When a process dies before its session ends, or a case loses the CUDA context, t
 cases it did not get to run continue in a fresh process (a second `Launch`), with the
 nodes already run deselected; the nodes run after a lost context are discarded and run
 again. One timeout covers all launches of an attempt; past it the process group is
-killed and the attempt is inconclusive. Processes start only through `proc`.
+killed and the attempt is inconclusive. Processes start only through `proc`; their logs
+are read through `attempt_log`.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orchestrator
-from orchestrator import nodes, proc, suppressions
+from orchestrator import attempt_log, nodes, proc, suppressions
 from orchestrator.backends import Asan, Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.model import (
@@ -73,29 +74,6 @@ class Context:
     #: CUDA's GPU UUIDs by index, to check that a job given GPU k ran there; empty where
     #: csorch itself runs under CUDA_VISIBLE_DEVICES (its indices are then not the child's)
     gpu_uuids: tuple[str, ...] = ()
-
-
-def _split_sum(splits: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
-    present = [s for s in splits if s is not None]
-    return (sum(s[0] for s in present), sum(s[1] for s in present)) if present else None
-
-
-def merge(parses: Sequence[ParseResult]) -> ParseResult:
-    """One attempt's launches as one parse: complete only if every launch's log is."""
-    counts = [p.summary_count for p in parses]
-    return ParseResult(
-        findings=tuple(f for p in parses for f in p.findings),
-        summary_count=None if not parses or None in counts else sum(counts),  # type: ignore[arg-type]
-        not_printed=sum(p.not_printed for p in parses),
-        complete=bool(parses) and all(p.complete for p in parses),
-        tool_errors=tuple(dict.fromkeys(e for p in parses for e in p.tool_errors)),
-        app_error=any(p.app_error for p in parses),
-        app_crashed=any(p.app_crashed for p in parses),
-        summary_lines=tuple(s for p in parses for s in p.summary_lines),
-        unparsed=tuple(u for p in parses for u in p.unparsed)[:20],
-        summary_split=_split_sum([p.summary_split for p in parses]),
-        count_mismatch="; ".join(dict.fromkeys(c for c in (p.count_mismatch for p in parses) if c)),
-    )
 
 
 def packages(import_path: Path) -> tuple[str, ...]:
@@ -154,32 +132,6 @@ def _wrap(
 
 def _suppressing(parse: Parser, records: Sequence[Suppression]) -> Parser:
     return lambda lines: suppressions.mark(parse(lines), records)
-
-
-def _lines(path: Path) -> Iterator[str]:
-    """The log's lines, streamed: a checker's log can run to gigabytes, and the parsers
-    keep only what they count (a missing log has none)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            yield from f
-    except FileNotFoundError:
-        return
-
-
-def _last_words(path: Path, tail: int = 64 * 1024) -> str:
-    """The log's last informative line (pytest's collection error, a traceback's end),
-    from its last `tail` bytes."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, os.SEEK_END) - tail))
-            lines = f.read().decode("utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        lines = []
-    for line in reversed(lines):
-        text = line.strip()
-        if text and not text.startswith("[csorch-") and not text.startswith(("Stats:", "  ")):
-            return text[:300]
-    return "no output"
 
 
 def _launch(
@@ -261,9 +213,9 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
             job, k, argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
         )
         log = ctx.root / rel
-        report = nodes.read(_lines(log))
+        report = nodes.read(attempt_log.lines(log))
         gpus.append(report.gpu)
-        parses.append(parse(_lines(log)))
+        parses.append(parse(attempt_log.lines(log)))
         kept = list(report.nodes)
         if report.context_lost:  # what ran after the context died proves nothing
             kept = kept[: report.began.index(report.context_lost) + 1]
@@ -293,9 +245,9 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         if report.finished or not kept:
             if not results and not error:
                 why = PYTEST_BROKEN.get(status, f"exit status {result.returncode}")  # type: ignore[arg-type]
-                error = f"pytest ran no case ({why}): {_last_words(log)}"
+                error = f"pytest ran no case ({why}): {attempt_log.last_words(log)}"
             elif status in (3, 4):
-                error = f"pytest {PYTEST_BROKEN[status]}: {_last_words(log)}"
+                error = f"pytest {PYTEST_BROKEN[status]}: {attempt_log.last_words(log)}"
             break
     return _attempt(job, run, ctx, launches, results, parses, timed_out, error, gpus)
 
@@ -316,7 +268,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         else Outcome.FAILED
     )
     detail = "timed out" if result.timed_out else f"killed by signal {-rc}" if rc < 0 else ""
-    parsed = parse(_lines(ctx.root / rel))
+    parsed = parse(attempt_log.lines(ctx.root / rel))
     # a command has no case markers: everything it reports is this case's
     parsed = dataclasses.replace(
         parsed,
@@ -335,7 +287,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         result.timed_out,
         "",
         # a program may name its GPU with the plugin's line
-        [nodes.read(_lines(ctx.root / rel)).gpu],
+        [nodes.read(attempt_log.lines(ctx.root / rel)).gpu],
     )
 
 
@@ -368,7 +320,7 @@ def _attempt(
         duration=sum(launch.duration for launch in launches),
         outcome=aggregate(n.outcome for n in results) if results else Outcome.ERROR,
         log=first.log,
-        parse=merge(parses),
+        parse=attempt_log.merge(parses),
         error=error or wrong,
         nodes=tuple(results),
         launches=tuple(launches),

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from orchestrator.model import Experiment
+from orchestrator.model import Attempt, Experiment
 from orchestrator.serial import Record
 
 # 0 / GPU-8f4e1f53-... / MIG-GPU-8f4e1f53-.../1/0 (older MIG form): a device becomes part
@@ -43,6 +43,11 @@ class Job(Record):
         device = device_label(self.device).replace("/", "-")  # a MIG id's slashes
         rank = f"-rank{self.rank}-{device}" if self.device else ""
         return f"{self.variant}/{self.run}/{self.case}/r{self.repeat}{rank}"
+
+
+def slot(item: Job | Attempt) -> tuple[str, str, str, int, str]:
+    """The place a job holds in the plan, shared by the attempt that ran it."""
+    return (item.variant, item.run, item.case, item.repeat, item.device)
 
 
 def device_label(device: str) -> str:

@@ -14,17 +14,14 @@ journal, if torch's answer had not come yet), and re-raises. Nothing here prints
 progress goes to `Events`.
 
 Progress is journaled (`journal.py`) as each build and attempt finishes; with
-`Options.resume` the run continues the one journaled in `out`: attempts whose records and
-logs are intact are kept, the rest run again, and the bundle ends as an uninterrupted
-run's would (timings and whether a build came from the cache aside).
+`Options.resume` the run continues the one journaled in `out` (`resume.py` decides what
+of it is kept).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
-import hashlib
-import json
 import sys
 import tempfile
 import threading
@@ -34,14 +31,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from orchestrator import build, cache, execute, judge, proc, tally
+from orchestrator import build, cache, execute, judge, resume, tally
 from orchestrator.backends import Asan, ComputeSanitizer, serves
 from orchestrator.bundle import Bundle, Snapshot
 from orchestrator.errors import BuildError, CsorchError, HostMismatch
 from orchestrator.host import Facts
-from orchestrator.journal import Journal, ResumeError, attempt_logs, intact, resume_command
+from orchestrator.journal import Journal
 from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
-from orchestrator.plan import Fanout, Job, plan
+from orchestrator.plan import Fanout, Job, plan, slot
 from orchestrator.sources import Workspace, file_digest
 
 DEFAULT_WORK = Path("build") / "csorch-work"
@@ -117,34 +114,6 @@ def with_repeats(experiment: Experiment, repeats: int | None) -> Experiment:
     return dataclasses.replace(experiment, repeats=repeats, runs=runs)
 
 
-def identity(experiment: Experiment, options: Options) -> dict[str, object]:
-    """What makes two sessions the same run (a resume must match it)."""
-    text = json.dumps(experiment.to_dict(), sort_keys=True)
-    config = experiment.config
-    return {
-        "experiment": hashlib.sha256(text.encode()).hexdigest(),
-        "config_sha256": file_digest(config) if config and Path(config).is_file() else "",
-        "backend": options.backend,
-        "devices": list(options.devices),
-        "fanout": options.fanout.value,
-    }
-
-
-def settings(experiment: Experiment, options: Options) -> dict[str, object]:
-    """What `csorch run --resume` needs to start the same run again."""
-    return {
-        "config": str(experiment.config or ""),
-        "cases": list(options.selected),
-        "repeat": options.repeat,
-        "backend": options.backend,
-        "reason": options.reason,
-        "devices": list(options.devices),
-        "fanout": options.fanout.value,
-        "jobs": options.jobs,
-        "cache": str(Path(options.cache).resolve()),
-    }
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -169,7 +138,7 @@ class _Run:
             fanout=options.fanout,
             runs=[name for name, why in unserved.items() if not why],
         )
-        self.order = {_key(j): i for i, j in enumerate(self.jobs)}
+        self.order = {slot(j): i for i, j in enumerate(self.jobs)}
         self.variants = [v.name for v in experiment.variants]
         asan = options.backend == "asan"
         checker = (
@@ -266,60 +235,20 @@ class _Run:
         with the attempts it holds re-verified and every file they do not account for
         removed from logs/."""
         root = self.bundle.root
-        ident = identity(self.experiment, self.options)
+        ident = resume.identity(self.experiment, self.options)
         if not self.options.resume:
             self.journal = Journal.create(
-                root, ident, settings(self.experiment, self.options), self.snap.command,
+                root, ident, resume.settings(self.experiment, self.options), self.snap.command,
                 self.snap.started,
             )
             return
-        journal = Journal.read(root)
-        if differ := journal.differences(ident):
-            raise ResumeError(
-                f"{root} holds another run ({'; '.join(differ)})",
-                hint=f"continue it as it began (`{resume_command('run', root)}` with no other "
-                "option), or start again with a new --out",
-            )
-        # children of a csorch killed outright may still run (and write their logs)
-        proc.stop_leftovers(journal.sessions)
-        journal.reopen(self.snap.command)
+        journal = resume.reopen(root, ident, self.snap.command)
         self.snap.started, self.snap.command = journal.started, journal.command
-        stems = {_key(j): j.stem() for j in self.jobs}
-        trusted: set[Path] = set()
-        for attempt, logs in journal.attempts:
-            stem = stems.get(_key(attempt))
-            if stem is not None and intact(root, logs, stem):
-                self.kept[_key(attempt)] = attempt
-                trusted |= {root / rel for rel in logs}
-        # unlink (not truncate): a child orphaned by a SIGKILL may still hold its log open
-        for path in sorted((root / "logs").rglob("*")):
-            if path.is_file() and path not in trusted:
-                path.unlink()
+        self.kept = resume.keep(root, journal, self.jobs)
         self.before = journal.builds
         self.journal = journal
         untrusted = len(journal.attempts) - len(self.kept) + journal.dropped
         self.events.resumed(len(self.kept), untrusted)
-
-    def _reusable(self, variant: str, built: Build, tree: SourceTree | None) -> bool:
-        """Whether this variant's journaled attempts ran against what was just built.
-        ResumeError when its source or patches changed since the run began."""
-        if variant not in self.before:
-            return False
-        old, old_tree = self.before[variant]
-        if old_tree is not None and tree is not None:
-            was = (old_tree.digest, [p.sha256 for p in old_tree.patches])
-            now = (tree.digest, [p.sha256 for p in tree.patches])
-            if was != now:
-                raise ResumeError(
-                    f"variant {variant}: its source tree or patches changed since the run "
-                    f"began (tree {was[0][:12]} -> {now[0][:12]})",
-                    hint="restore them to resume, or start again with a new --out",
-                )
-        return (
-            old.ok
-            and built.ok
-            and (old.cache_key, old.artifacts) == (built.cache_key, built.artifacts)
-        )
 
     def prepare(self, variant: Variant) -> tuple[SourceTree | None, Build]:
         """Materialize and build one variant; its own failures become a record."""
@@ -351,14 +280,13 @@ class _Run:
     def forget(self, job: Job) -> None:
         """On resume, drop what an earlier session left of a job that is not kept."""
         if self.options.resume:
-            for path in attempt_logs(self.bundle.root, job.stem()):
-                path.unlink()
+            resume.forget(self.bundle.root, job)
 
     def record(self, **items: object) -> None:
         with self.lock:
             for name, item in items.items():
                 getattr(self.snap, name).append(item)
-            self.snap.attempts.sort(key=lambda a: self.order.get(_key(a), -1))
+            self.snap.attempts.sort(key=lambda a: self.order.get(slot(a), -1))
             # config order, not completion order: bundles of two runs compare line by line
             self.snap.builds.sort(key=lambda b: self.variants.index(b.variant))
             self.snap.sources.sort(key=lambda s: self.variants.index(s.variant))
@@ -379,7 +307,7 @@ class _Run:
                 what = pending.pop(future)
                 if isinstance(what, Variant):
                     tree, built = future.result()
-                    reuse = self._reusable(what.name, built, tree)
+                    reuse = resume.reusable(self.before, what.name, built, tree)
                     self.events.build_finished(built)
                     assert self.journal is not None
                     self.journal.record_build(built, tree)
@@ -387,8 +315,8 @@ class _Run:
                     if built.ok and self.options.executor is not None:
                         jobs = []
                         for job in (j for j in self.jobs if j.variant == what.name):
-                            if reuse and _key(job) in self.kept:
-                                self.finish_attempt(self.kept[_key(job)], journaled=True)
+                            if reuse and slot(job) in self.kept:
+                                self.finish_attempt(self.kept[slot(job)], journaled=True)
                             else:
                                 jobs.append(job)
                         if jobs:  # its own thread: waiting on the queue holds no build slot
@@ -398,8 +326,8 @@ class _Run:
                             pending[batch] = _Batch(what.name)
                         continue
                     for job in (j for j in self.jobs if j.variant == what.name):
-                        if reuse and _key(job) in self.kept:
-                            self.finish_attempt(self.kept[_key(job)], journaled=True)
+                        if reuse and slot(job) in self.kept:
+                            self.finish_attempt(self.kept[slot(job)], journaled=True)
                         elif built.ok:
                             pending[pool.submit(self.attempt, job, built)] = job
                         else:
@@ -431,7 +359,7 @@ class _Run:
     def finish_attempt(self, attempt: Attempt, *, journaled: bool = False) -> None:
         if not journaled:
             assert self.journal is not None
-            stem = next(j.stem() for j in self.jobs if _key(j) == _key(attempt))
+            stem = next(j.stem() for j in self.jobs if slot(j) == slot(attempt))
             self.journal.record(attempt, self.bundle.root, stem)
         self.events.attempt_finished(attempt)
         self.record(attempts=attempt)
@@ -451,10 +379,6 @@ class _Run:
 @dataclass(frozen=True)
 class _Batch:
     variant: str
-
-
-def _key(item: Job | Attempt) -> tuple[str, str, str, int, str]:
-    return (item.variant, item.run, item.case, item.repeat, item.device)
 
 
 def run_experiment(

@@ -5,52 +5,29 @@ and its reasons; the backend and why it was chosen, with the host's versions; ea
 variant's identity (tree digest, patches, build, binaries, cache hit or built); the
 outcome of every case node per variant x run x device; the findings grouped by
 signature with their counts; the target hits behind the verdict; and what was not run.
-Digests are shortened in tables for width and given in full in a collapsed list, since
-a reviewer re-checks them (`csorch verify`). Pure: documents in, text out.
+The setup and the variants' identities are `provenance`'s sections; the verdict and
+what the run found are here. Pure: documents in, text out.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from pathlib import PurePath
+from collections.abc import Mapping
 from typing import Any
 
 from orchestrator import bundle, judge
 from orchestrator.findings import fingerprint, group, signature
 from orchestrator.judge import Judgement
-from orchestrator.model import Attempt, Checker, Experiment, Outcome, SourceKind, SourceTree
+from orchestrator.model import Attempt, Checker, Experiment, Outcome
 from orchestrator.plan import device_label
-from orchestrator.report import rows
+from orchestrator.report import provenance, rows
+from orchestrator.report.gfm import DASH, code, esc, table
 
-DASH = "–"
 VERDICT_WORDS = {
     "pass": "PASS: the fix causally removes the defect",
     "fail": "FAIL: the fix does not remove the defect",
     "inconclusive": "INCONCLUSIVE: the evidence cannot support a verdict",
 }
-
-
-def _esc(text: str) -> str:
-    """Safe inside a table cell: a pipe would end the cell, a newline the row."""
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    """A code span (kernel names hold `<...>`, which GitHub would take for HTML)."""
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" else ""
-    return f"{fence}{pad}{_esc(text)}{pad}{fence}" if text else DASH
-
-
-def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    return lines + [""]
-
-
-def _digest(sha: str) -> str:
-    return _code(sha[:12]) if sha else DASH
 
 
 # --- sections -----------------------------------------------------------------------
@@ -60,147 +37,12 @@ def _verdict(results: Mapping[str, Any], judgement: Judgement | None) -> list[st
     if judgement is None:
         return ["**Verdict: not judged** (the run ended before its judgement)", ""]
     lines = [f"**Verdict: {VERDICT_WORDS[judgement.verdict.value]}**", ""]
-    lines += [f"- {_esc(r)}" for r in judgement.reasons]
+    lines += [f"- {esc(r)}" for r in judgement.reasons]
     if judgement.unexpected:
         lines += ["", "Signatures the fix shows beyond the targets:"]
-        lines += [f"- run `{run}`: {_code(label)}" for run, label in judgement.unexpected]
+        lines += [f"- run `{run}`: {code(label)}" for run, label in judgement.unexpected]
     if not results.get("complete", False):
         lines += ["", "> The bundle is **incomplete**: see *What was not run*."]
-    return lines + [""]
-
-
-def _runs(experiment: Experiment, tools: Mapping[str, Checker]) -> str:
-    parts = []
-    for run in experiment.runs:
-        tool = tools.get(run.name, run.checker)
-        checker = "no checker" if run.checker is Checker.NONE else run.checker.value
-        if tool is not run.checker and tool is not Checker.NONE:
-            checker += f" ({tool.value} ran)"
-        n = experiment.repeats_for(run)
-        parts.append(f"`{run.name}`: {checker}, {n} repeat{'s' * (n != 1)}")
-    return "; ".join(parts)
-
-
-def _executor(results: Mapping[str, Any]) -> str:
-    """Where the attempts ran: here, or which Slurm arrays and nodes."""
-    executor = results.get("options", {}).get("executor", "local")
-    if not isinstance(executor, Mapping):
-        return _esc(str(executor))
-    placed = [a["placement"] for a in results.get("attempts", []) if a.get("placement")]
-    arrays = sorted({p["job_id"].split("_")[0] for p in placed}, key=int)
-    nodes = sorted({p["node"] for p in placed if p["node"]})
-    retried = sum(1 for p in placed if len(p.get("tries", ())) > 1)
-    return (
-        f"{_esc(str(executor.get('name')))}: {len(placed)} attempts as array tasks of job "
-        f"{', '.join(arrays) or 'none'} on {_esc(', '.join(nodes)) or 'no node'}"
-        + (f", {retried} retried after Slurm ended them" if retried else "")
-        # the facts below are probed where csorch ran, not on the nodes
-        + "; the host rows below describe the submitting host"
-    )
-
-
-def _setup(
-    results: Mapping[str, Any],
-    manifest: Mapping[str, Any],
-    experiment: Experiment,
-    tools: Mapping[str, Checker],
-) -> list[str]:
-    backend = results.get("backend", {})
-    host = manifest.get("host", {})
-    config = manifest.get("config", {})
-    command = list(manifest.get("command", []))
-
-    def value(text: Any) -> str:
-        return _esc(str(text)) if text not in ("", None, [], ()) else "not recorded"
-
-    gpus = host.get("gpus", [])
-    caps = host.get("capabilities", [])
-    gpu_text = ", ".join(f"{g} (sm {caps[i]})" if i < len(caps) else g for i, g in enumerate(gpus))
-    compilers = "; ".join(
-        f"{name}: {host[key]}"
-        for name, key in (("cc", "cc"), ("c++", "cxx"), ("nvcc", "nvcc"))
-        if host.get(key)
-    )
-    sanitizer = host.get("compute_sanitizer", "")
-    torch = value(host.get("torch"))
-    if host.get("torch"):  # an empty torch.version.cuda is a CPU build, not a gap
-        torch += f" (CUDA {_esc(host['torch_cuda'])})" if host.get("torch_cuda") else " (CPU build)"
-    body = [
-        ["backend", f"**{value(backend.get('name'))}**: {value(backend.get('reason'))}"],
-        ["checker", f"{value(backend.get('version'))} ({value(backend.get('path'))})"],
-        ["runs", _runs(experiment, tools)],
-        ["config", f"{_code(config.get('path', ''))} (sha256 {_digest(config.get('sha256', ''))})"],
-        ["command", _code(" ".join(["csorch", *command[1:]])) if command else "not recorded"],
-        ["executor", _executor(results)],
-        [
-            "csorch",
-            f"{value(results.get('csorch'))}, "
-            f"{value(results.get('started'))} to {value(results.get('finished'))}",
-        ],
-        ["python", value(host.get("python"))],
-        ["platform", value(host.get("platform"))],
-        ["torch", torch],
-        ["driver", value(host.get("driver"))],
-        [
-            "compute-sanitizer",
-            f"{_esc(sanitizer)} ({_esc(host.get('compute_sanitizer_path', ''))})"
-            if sanitizer
-            else "not found",
-        ],
-        ["compilers", value(compilers)],
-        ["GPUs", _esc(gpu_text) if gpu_text else "none"],
-    ]
-    return ["### Setup", "", *_table(["", ""], body)]
-
-
-def _source(tree: SourceTree | None, experiment: Experiment, variant: str) -> str:
-    spec = tree.source if tree else experiment.source_for(experiment.variant(variant))
-    where = PurePath(spec.location).name or spec.location
-    if spec.kind is SourceKind.GIT:
-        commit = f" {_code(tree.commit[:12])}" if tree and tree.commit else ""
-        where = f"{where}@{spec.ref}{commit}" + (f"/{spec.subdir}" if spec.subdir else "")
-    return f"{_digest(tree.digest) if tree else 'not materialized'} ({_esc(where)})"
-
-
-def _variants(experiment: Experiment, records: bundle.Records) -> list[str]:
-    trees = {s.variant: s for s in records.sources}
-    builds = {b.variant: b for b in records.builds}
-    body, full = [], []
-    for v in experiment.variants:
-        tree, build = trees.get(v.name), builds.get(v.name)
-        if tree is not None:
-            patches = ", ".join(f"{_code(p.path.name)} {_digest(p.sha256)}" for p in tree.patches)
-        else:
-            patches = ", ".join(_code(p.name) for p in v.patches)
-        if build is None:
-            status = "not built"
-        elif not build.ok:
-            status = f"{build.kind.value}, **failed**: {_esc(judge.failed_builds([build])[v.name])}"
-        else:
-            how = "cache hit" if build.cached else f"built in {build.duration:.1f} s"
-            status = f"{build.kind.value}, {how}, key {_digest(build.cache_key)}"
-        binaries = ", ".join(
-            f"{_code(a.path)} {_digest(a.sha256)}" for a in (build.artifacts if build else ())
-        )
-        body.append(
-            [
-                _code(v.name),
-                experiment.role(v.name) or DASH,
-                _source(tree, experiment, v.name),
-                patches or "none",
-                status,
-                binaries or DASH,
-            ]
-        )
-        if tree is not None:
-            full.append(f"- `{v.name}` source tree: `{tree.digest}`")
-            full += [f"  - patch `{p.path}`: `{p.sha256}`" for p in tree.patches]
-        for a in build.artifacts if build else ():
-            full.append(f"  - binary `{a.path}`: `{a.sha256}` ({a.size} bytes)")
-    header = ["variant", "role", "source tree", "patches (sha256)", "build", "binaries (sha256)"]
-    lines = ["### Variants", "", *_table(header, body)]
-    if full:
-        lines += ["<details><summary>Full sha256 digests</summary>", "", *full, "", "</details>"]
     return lines + [""]
 
 
@@ -232,7 +74,7 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     groups = rows.groups(attempts)
     broken = judge.failed_builds(records.builds)
     runs = {r.name: r.checker for r in experiment.runs}
-    header = ["case"] + [f"`{c.variant}` {_esc(c.label(runs[c.run]))}" for c in columns]
+    header = ["case"] + [f"`{c.variant}` {esc(c.label(runs[c.run]))}" for c in columns]
     body, last = [], None
     for case, node in rows.rows(experiment, attempts):
         cells = []
@@ -242,19 +84,19 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
                 _cell_text(rows.cell(group, node, broken.get(c.variant, "")) if group else None)
             )
         if node == case:  # a command case, or a case that ran no node: its own row
-            body.append([f"**{_esc(case)}**", *cells])
+            body.append([f"**{esc(case)}**", *cells])
             continue
         if case != last:  # the case's name heads its nodes
-            body.append([f"**{_esc(case)}**", *[""] * len(columns)])
+            body.append([f"**{esc(case)}**", *[""] * len(columns)])
         last = case
-        body.append([_code(rows.short(node)), *cells])
+        body.append([code(rows.short(node)), *cells])
     legend = (
         "Each cell: the test's outcome over its repeats; under a checker, the reports "
         "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; folded repeats "
         "included). "
         "`?`: inconclusive evidence (see *What was not run*); `–`: not run there."
     )
-    return ["### Outcomes per case node", "", legend, "", *_table(header, body)]
+    return ["### Outcomes per case node", "", legend, "", *table(header, body)]
 
 
 def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
@@ -301,11 +143,11 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
                 sure = all(a.conclusive for a in per[(v, r.name)])
                 counts.append("0" if sure else "0 ?")
         mark = " (tolerated)" if fp in tolerated else ""
-        body.append([_code(label) + mark, _code(fp[:12]), *counts])
+        body.append([code(label) + mark, code(fp[:12]), *counts])
     frames = [
-        f"- {_code(fp[:12])}: "
-        + " ← ".join(_code(f) for f in top)
-        + (f" (below {', '.join(_code(f) for f in skipped[fp])})" if skipped.get(fp) else "")
+        f"- {code(fp[:12])}: "
+        + " ← ".join(code(f) for f in top)
+        + (f" (below {', '.join(code(f) for f in skipped[fp])})" if skipped.get(fp) else "")
         for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0])
         if top
     ]
@@ -313,10 +155,10 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
         "Counts are reports, folded repeats included (repeats with the signature out of "
         "N); ids are fingerprints."
     )
-    out = [*lines, note, "", *_table(header, body), "Top frames:", "", *frames, ""]
+    out = [*lines, note, "", *table(header, body), "Top frames:", "", *frames, ""]
     if tolerated:
         out += ["Suppressed or allowed (kept, not weighed by the verdict):", ""]
-        out += [f"- {_code(fp[:12])} {_esc(w)}" for fp, ws in tolerated.items() for w in ws]
+        out += [f"- {code(fp[:12])} {esc(w)}" for fp, ws in tolerated.items() for w in ws]
         out.append("")
     return out
 
@@ -326,14 +168,14 @@ def _targets(judgement: Judgement | None) -> list[str]:
         return []
     body = [
         [
-            _code(h.target),
-            _code(h.variant),
-            _code(h.run),
+            code(h.target),
+            code(h.variant),
+            code(h.run),
             f"{h.hits}/{h.repeats}" + (f" ({h.unknown} unknown)" if h.unknown else ""),
         ]
         for h in judgement.hits
     ]
-    return ["### Targets", "", *_table(["target", "variant", "run", "repeats with it"], body)]
+    return ["### Targets", "", *table(["target", "variant", "run", "repeats with it"], body)]
 
 
 def _devices(records: bundle.Records) -> list[str]:
@@ -345,13 +187,13 @@ def _devices(records: bundle.Records) -> list[str]:
     if not seen:
         return []
     body = [
-        [_code(device), ", ".join(f"{_code(g)} ({n})" for g, n in gpus.items())]
+        [code(device), ", ".join(f"{code(g)} ({n})" for g, n in gpus.items())]
         for device, gpus in sorted(seen.items())
     ]
     return [
         "### Devices",
         "",
-        *_table(["CUDA_VISIBLE_DEVICES", "GPU used, by UUID (attempts)"], body),
+        *table(["CUDA_VISIBLE_DEVICES", "GPU used, by UUID (attempts)"], body),
         "",
     ]
 
@@ -363,9 +205,9 @@ def _not_run(
     if not results.get("complete", False):
         why = "was interrupted" if results.get("interrupted") else "did not finish"
         items.append(f"The run {why}: the bundle is incomplete and covers only what ran.")
-    items += [f"{_esc(n)}" for n in results.get("not_run", [])]
+    items += [f"{esc(n)}" for n in results.get("not_run", [])]
     for variant, error in judge.failed_builds(records.builds).items():
-        items.append(f"Variant `{variant}` did not build: {_esc(error)}")
+        items.append(f"Variant `{variant}` did not build: {esc(error)}")
     attempted = {(a.variant, a.run, a.case) for a in records.attempts}
     missing = [
         f"`{v.name}` / `{r.name}` / `{c.name}`"
@@ -384,7 +226,7 @@ def _not_run(
             )
             by_reason[a.inconclusive_reason].append(f"{where} repeat {a.repeat}")
     for reason, where in by_reason.items():
-        items.append(f"Inconclusive ({_esc(reason)}): " + ", ".join(where))
+        items.append(f"Inconclusive ({esc(reason)}): " + ", ".join(where))
     # one line per node (a skip is usually the same in every variant): where, then why
     skipped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for a in records.attempts:
@@ -395,7 +237,7 @@ def _not_run(
                     skipped[(n.nodeid, n.detail)].append(where)
     if skipped:
         lines = [
-            f"  - {_code(node)} in {', '.join(where)}" + (f": {_esc(why)}" if why else "")
+            f"  - {code(node)} in {', '.join(where)}" + (f": {esc(why)}" if why else "")
             for (node, why), where in skipped.items()
         ]
         items.append(
@@ -414,10 +256,10 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     verdict = results.get("verdict") or "not judged"
     lines = [f"## Validation: `{experiment.name}`: {verdict.upper()}", ""]
     if experiment.description:
-        lines += [f"> {_esc(experiment.description)}", ""]
+        lines += [f"> {esc(experiment.description)}", ""]
     lines += _verdict(results, records.judgement)
-    lines += _setup(results, manifest, experiment, tools)
-    lines += _variants(experiment, records)
+    lines += provenance.setup(results, manifest, experiment, tools)
+    lines += provenance.variants(experiment, records)
     lines += _outcomes(experiment, records)
     lines += _findings(experiment, records)
     lines += _targets(records.judgement)

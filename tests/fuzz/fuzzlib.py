@@ -27,7 +27,7 @@ def fed(parser: str) -> None:
 
 
 def decode(data: bytes) -> list[str]:
-    """Bytes to lines exactly as the executor reads a log (`execute._read`)."""
+    """Bytes to lines exactly as the executor reads a log (`attempt_log.lines`)."""
     return data.decode("utf-8", errors="replace").splitlines()
 
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from orchestrator import execute, nodes
+from orchestrator import execute
 from orchestrator.backends import Asan
 from orchestrator.backends.compute_sanitizer import ComputeSanitizer
 from orchestrator.errors import CheckerUnavailable
@@ -25,7 +24,6 @@ from orchestrator.model import (
     Checker,
     Experiment,
     Outcome,
-    ParseResult,
     Run,
     SourceKind,
     SourceSpec,
@@ -361,15 +359,6 @@ def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, buil
     assert sum(log.stat().st_size for log in logs) < 100_000  # not 3000 reports of ~9 KB
 
 
-def test_merge_is_complete_only_when_every_launch_is() -> None:
-    done = ParseResult(summary_count=2, complete=True)
-    cut = ParseResult(summary_count=None, complete=False)
-    assert execute.merge([done, done]).summary_count == 4
-    merged = execute.merge([done, cut])
-    assert not merged.complete and merged.summary_count is None
-    assert not execute.merge([]).complete
-
-
 def test_packages_lists_what_must_come_from_the_build(tmp_path: Path) -> None:
     for name in (
         "pkg/__init__.py",
@@ -423,33 +412,3 @@ def test_a_runs_suppressions_mark_its_findings_and_drop_none(
         ("cudaErrorMemoryAllocation", ""),
     ]
     assert a.parse.summary_count == len(a.findings) == 2  # nothing was dropped
-
-
-def test_merge_keeps_the_count_check_and_the_race_split() -> None:
-    race = ParseResult(summary_count=1, complete=True, summary_split=(1, 0))
-    off = ParseResult(summary_count=3, complete=True, count_mismatch="counts 3 but parsed 2")
-    merged = execute.merge([race, race, off])
-    assert merged.summary_split == (2, 0)
-    assert merged.count_mismatch == "counts 3 but parsed 2" and not merged.conclusive
-    assert execute.merge([race]).conclusive
-
-
-def test_a_log_is_read_as_a_stream_and_its_last_words_from_its_tail(tmp_path: Path) -> None:
-    """A checker's log can run to gigabytes: the attempt reads it line by line (memory
-    bounded by a line, not by the log) and its last informative line from the tail."""
-    log = tmp_path / "big.log"
-    line = "=========     Host Frame: at::native::something [0x1234] in libtorch_cuda.so\n"
-    with open(log, "w") as f:
-        f.write("E   ImportError: an early line, not the last word\n")
-        for _ in range(200_000):  # ~15 MB
-            f.write(line)
-        f.write("E   RuntimeError: the last word\n[csorch-session] 1\nStats: 3\n")
-    tracemalloc.start()
-    report = nodes.read(execute._lines(log))
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    assert report.nodes == () and peak < 2_000_000, peak
-    assert sum(1 for _ in execute._lines(log)) == 200_004
-    assert execute._last_words(log) == "E   RuntimeError: the last word"
-    assert execute._last_words(tmp_path / "missing.log") == "no output"
-    assert list(execute._lines(tmp_path / "missing.log")) == []

@@ -1,0 +1,158 @@
+"""The provenance sections of the Markdown report: what was validated, and on what.
+
+`setup`: the backend and why it was chosen, the checker, config, command and executor,
+and the host's versions (python, torch and its CUDA, driver, compute-sanitizer,
+compilers, GPUs). `variants`: each variant's identity: its source tree's digest, its
+patches, its build (cache hit or built, cache key) and its binaries. Digests are
+shortened in the tables for width and given in full in a collapsed list, since a
+reviewer re-checks them (`csorch verify`). Pure: documents in, text out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import PurePath
+from typing import Any
+
+from orchestrator import bundle, judge
+from orchestrator.model import Checker, Experiment, SourceKind, SourceTree
+from orchestrator.report.gfm import DASH, code, esc, table
+
+
+def _digest(sha: str) -> str:
+    return code(sha[:12]) if sha else DASH
+
+
+def _runs(experiment: Experiment, tools: Mapping[str, Checker]) -> str:
+    parts = []
+    for run in experiment.runs:
+        tool = tools.get(run.name, run.checker)
+        checker = "no checker" if run.checker is Checker.NONE else run.checker.value
+        if tool is not run.checker and tool is not Checker.NONE:
+            checker += f" ({tool.value} ran)"
+        n = experiment.repeats_for(run)
+        parts.append(f"`{run.name}`: {checker}, {n} repeat{'s' * (n != 1)}")
+    return "; ".join(parts)
+
+
+def _executor(results: Mapping[str, Any]) -> str:
+    """Where the attempts ran: here, or which Slurm arrays and nodes."""
+    executor = results.get("options", {}).get("executor", "local")
+    if not isinstance(executor, Mapping):
+        return esc(str(executor))
+    placed = [a["placement"] for a in results.get("attempts", []) if a.get("placement")]
+    arrays = sorted({p["job_id"].split("_")[0] for p in placed}, key=int)
+    nodes = sorted({p["node"] for p in placed if p["node"]})
+    retried = sum(1 for p in placed if len(p.get("tries", ())) > 1)
+    return (
+        f"{esc(str(executor.get('name')))}: {len(placed)} attempts as array tasks of job "
+        f"{', '.join(arrays) or 'none'} on {esc(', '.join(nodes)) or 'no node'}"
+        + (f", {retried} retried after Slurm ended them" if retried else "")
+        # the facts below are probed where csorch ran, not on the nodes
+        + "; the host rows below describe the submitting host"
+    )
+
+
+def setup(
+    results: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    experiment: Experiment,
+    tools: Mapping[str, Checker],
+) -> list[str]:
+    backend = results.get("backend", {})
+    host = manifest.get("host", {})
+    config = manifest.get("config", {})
+    command = list(manifest.get("command", []))
+
+    def value(text: Any) -> str:
+        return esc(str(text)) if text not in ("", None, [], ()) else "not recorded"
+
+    gpus = host.get("gpus", [])
+    caps = host.get("capabilities", [])
+    gpu_text = ", ".join(f"{g} (sm {caps[i]})" if i < len(caps) else g for i, g in enumerate(gpus))
+    compilers = "; ".join(
+        f"{name}: {host[key]}"
+        for name, key in (("cc", "cc"), ("c++", "cxx"), ("nvcc", "nvcc"))
+        if host.get(key)
+    )
+    sanitizer = host.get("compute_sanitizer", "")
+    torch = value(host.get("torch"))
+    if host.get("torch"):  # an empty torch.version.cuda is a CPU build, not a gap
+        torch += f" (CUDA {esc(host['torch_cuda'])})" if host.get("torch_cuda") else " (CPU build)"
+    body = [
+        ["backend", f"**{value(backend.get('name'))}**: {value(backend.get('reason'))}"],
+        ["checker", f"{value(backend.get('version'))} ({value(backend.get('path'))})"],
+        ["runs", _runs(experiment, tools)],
+        ["config", f"{code(config.get('path', ''))} (sha256 {_digest(config.get('sha256', ''))})"],
+        ["command", code(" ".join(["csorch", *command[1:]])) if command else "not recorded"],
+        ["executor", _executor(results)],
+        [
+            "csorch",
+            f"{value(results.get('csorch'))}, "
+            f"{value(results.get('started'))} to {value(results.get('finished'))}",
+        ],
+        ["python", value(host.get("python"))],
+        ["platform", value(host.get("platform"))],
+        ["torch", torch],
+        ["driver", value(host.get("driver"))],
+        [
+            "compute-sanitizer",
+            f"{esc(sanitizer)} ({esc(host.get('compute_sanitizer_path', ''))})"
+            if sanitizer
+            else "not found",
+        ],
+        ["compilers", value(compilers)],
+        ["GPUs", esc(gpu_text) if gpu_text else "none"],
+    ]
+    return ["### Setup", "", *table(["", ""], body)]
+
+
+def _source(tree: SourceTree | None, experiment: Experiment, variant: str) -> str:
+    spec = tree.source if tree else experiment.source_for(experiment.variant(variant))
+    where = PurePath(spec.location).name or spec.location
+    if spec.kind is SourceKind.GIT:
+        commit = f" {code(tree.commit[:12])}" if tree and tree.commit else ""
+        where = f"{where}@{spec.ref}{commit}" + (f"/{spec.subdir}" if spec.subdir else "")
+    return f"{_digest(tree.digest) if tree else 'not materialized'} ({esc(where)})"
+
+
+def variants(experiment: Experiment, records: bundle.Records) -> list[str]:
+    trees = {s.variant: s for s in records.sources}
+    builds = {b.variant: b for b in records.builds}
+    body, full = [], []
+    for v in experiment.variants:
+        tree, build = trees.get(v.name), builds.get(v.name)
+        if tree is not None:
+            patches = ", ".join(f"{code(p.path.name)} {_digest(p.sha256)}" for p in tree.patches)
+        else:
+            patches = ", ".join(code(p.name) for p in v.patches)
+        if build is None:
+            status = "not built"
+        elif not build.ok:
+            status = f"{build.kind.value}, **failed**: {esc(judge.failed_builds([build])[v.name])}"
+        else:
+            how = "cache hit" if build.cached else f"built in {build.duration:.1f} s"
+            status = f"{build.kind.value}, {how}, key {_digest(build.cache_key)}"
+        binaries = ", ".join(
+            f"{code(a.path)} {_digest(a.sha256)}" for a in (build.artifacts if build else ())
+        )
+        body.append(
+            [
+                code(v.name),
+                experiment.role(v.name) or DASH,
+                _source(tree, experiment, v.name),
+                patches or "none",
+                status,
+                binaries or DASH,
+            ]
+        )
+        if tree is not None:
+            full.append(f"- `{v.name}` source tree: `{tree.digest}`")
+            full += [f"  - patch `{p.path}`: `{p.sha256}`" for p in tree.patches]
+        for a in build.artifacts if build else ():
+            full.append(f"  - binary `{a.path}`: `{a.sha256}` ({a.size} bytes)")
+    header = ["variant", "role", "source tree", "patches (sha256)", "build", "binaries (sha256)"]
+    lines = ["### Variants", "", *table(header, body)]
+    if full:
+        lines += ["<details><summary>Full sha256 digests</summary>", "", *full, "", "</details>"]
+    return lines + [""]
