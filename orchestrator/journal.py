@@ -38,6 +38,7 @@ from typing import Any
 from orchestrator import proc
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, SourceTree
+from orchestrator.plan import slot
 from orchestrator.sources import file_digest
 
 JOURNAL = "journal.jsonl"
@@ -166,7 +167,7 @@ class Journal:
                 except (KeyError, TypeError, ValueError):
                     journal.dropped += 1
                     continue
-                kept[_key(attempt)] = (attempt, dict(doc.get("logs", {})))
+                kept[slot(attempt)] = (attempt, dict(doc.get("logs", {})))
             elif doc.get("kind") == "build":
                 try:
                     built = Build.from_dict(doc["build"])
@@ -228,7 +229,3 @@ def intact(root: Path, logs: Mapping[str, str], stem: str) -> bool:
 def _short(value: object) -> str:
     text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _key(item: Attempt) -> tuple[str, str, str, int, str]:
-    return (item.variant, item.run, item.case, item.repeat, item.device)
