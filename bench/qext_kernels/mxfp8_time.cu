@@ -7,26 +7,11 @@
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 --fmad=false -I ext/csrc \
 //        bench/qext_kernels/mxfp8_time.cu ext/csrc/cuda/mxfp8.cu ext/csrc/common/tensor.cpp \
 //        -o mxfp8_time
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
 #include "common/common.h"
 #include "common/kernels.h"
+#include "timing.cuh"
 
 using namespace qext;
-
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                          \
-    }                                                                                   \
-  } while (0)
 
 // Random normal-ish values (never zeros), as float or as bf16.
 __global__ void fill(void* x, int64_t n, bool bf16) {
@@ -38,24 +23,6 @@ __global__ void fill(void* x, int64_t n, bool bf16) {
     if (bf16) static_cast<uint16_t*>(x)[i] = static_cast<uint16_t>(__float_as_uint(g) >> 16);
     else static_cast<float*>(x)[i] = g;
   }
-}
-
-template <typename F>
-float median_us(F&& f) {
-  for (int i = 0; i < 5; ++i) f();
-  std::vector<cudaEvent_t> ev(100);
-  for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  for (int i = 0; i < 50; ++i) {
-    CHECK(cudaEventRecord(ev[2 * i]));
-    f();
-    CHECK(cudaEventRecord(ev[2 * i + 1]));
-  }
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> ms(50);
-  for (int i = 0; i < 50; ++i) CHECK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return 1e3f * 0.5f * (ms[24] + ms[25]);
 }
 
 int main(int argc, char** argv) {

@@ -13,12 +13,9 @@
 //   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 --fmad=false -I ext/csrc \
 //        -DVARIANT=1 bench/qext_kernels/tile_ceiling.cu ext/csrc/cuda/amax.cu \
 //        ext/csrc/common/tensor.cpp -o tile_ceiling1
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-
 #include "common/kernels.h"
 #include "cuda/launch.cuh"
+#include "timing.cuh"
 
 #ifndef VARIANT
 #define VARIANT 0
@@ -48,15 +45,6 @@ __device__ __forceinline__ uint2 stripped_block(const float (&v)[16], const Nvfp
 using namespace qext;
 using namespace qext::cuda_detail;
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                          \
-    }                                                                                   \
-  } while (0)
-
 // Normal-ish bf16 test data from a hash (never zeros: they would hide unwritten work).
 __global__ void fill(uint16_t* x, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -66,24 +54,6 @@ __global__ void fill(uint16_t* x, int64_t n) {
     const float g = (u + w + (r.w[2] >> 8) * 0x1p-24f - 1.5f) * 2.0f;  // ~N(0, 1)
     x[i] = static_cast<uint16_t>(__float_as_uint(g) >> 16);
   }
-}
-
-template <typename F>
-float median_us(F&& f) {
-  for (int i = 0; i < 5; ++i) f();
-  std::vector<cudaEvent_t> ev(100);
-  for (auto& e : ev) CHECK(cudaEventCreate(&e));
-  for (int i = 0; i < 50; ++i) {
-    CHECK(cudaEventRecord(ev[2 * i]));
-    f();
-    CHECK(cudaEventRecord(ev[2 * i + 1]));
-  }
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> ms(50);
-  for (int i = 0; i < 50; ++i) CHECK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return 1e3f * 0.5f * (ms[24] + ms[25]);
 }
 
 int main() {
