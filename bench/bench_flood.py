@@ -36,8 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator import execute  # noqa: E402
-from orchestrator.backends import Asan, asan, asan_log  # noqa: E402
+from orchestrator.backends import Asan  # noqa: E402
+from orchestrator.backends.asan import backend as asan  # noqa: E402
+from orchestrator.backends.asan import log as asan_log  # noqa: E402
+from orchestrator.executors import execute  # noqa: E402
 from orchestrator.model import (  # noqa: E402
     Build,
     BuildKind,
@@ -51,7 +53,7 @@ from orchestrator.model import (  # noqa: E402
     SourceSpec,
     Variant,
 )
-from orchestrator.plan import Job  # noqa: E402
+from orchestrator.model.job import Job  # noqa: E402
 
 SRC = ROOT / "tests" / "fixtures" / "asan" / "src"
 GATES = ROOT / "bench" / "flood"

@@ -22,7 +22,7 @@ Run by ``make bench``; every figure comes from this one run on this machine:
    so the controls' nodes are assumed to cost what the built variants' do). 0 for
    either measures everything.
    Target: csorch >= 3x faster.
-5. where attempts' time goes: each launch's `[csorch-clock]` marks (orchestrator.nodes
+5. where attempts' time goes: each launch's `[csorch-clock]` marks (orchestrator.markers.reader
    .phases) split its wall time into checker start-up, interpreter, collection (torch and
    the extension imported), the first case, the other cases and the exit.
 
@@ -50,13 +50,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator import build, execute, host, nodes  # noqa: E402
+from orchestrator import backends, host  # noqa: E402
 from orchestrator.backends import Asan, ComputeSanitizer, choose, serves  # noqa: E402
 from orchestrator.cache import Cache  # noqa: E402
-from orchestrator.config import load_experiment  # noqa: E402
+from orchestrator.config.experiment import load_experiment  # noqa: E402
+from orchestrator.executors import execute  # noqa: E402
+from orchestrator.markers import reader  # noqa: E402
 from orchestrator.model import CaseKind, Experiment  # noqa: E402
-from orchestrator.plan import Job  # noqa: E402
-from orchestrator.sources import Workspace  # noqa: E402
+from orchestrator.model.job import Job  # noqa: E402
+from orchestrator.run import build  # noqa: E402
+from orchestrator.run.sources import Workspace  # noqa: E402
 
 TARGET_OVERHEAD = 1.05
 TARGET_SPEEDUP = 3.0
@@ -153,7 +156,7 @@ def csorch(config: Path, backend: str, out: Path, cache: Path, jobs: int, cases=
 
 def phases(bundle: Path, results: dict) -> dict:
     """Where the attempts' wall time went, per run, from the launches' clock marks."""
-    per_run: dict[str, list[nodes.Phases]] = {}
+    per_run: dict[str, list[reader.Phases]] = {}
     walls: dict[str, float] = {}
     for a in results["attempts"]:
         for launch in a["launches"]:
@@ -161,7 +164,7 @@ def phases(bundle: Path, results: dict) -> dict:
             if not log.exists() or not launch.get("started"):
                 continue
             with open(log, errors="replace") as lines:
-                p = nodes.phases(lines, launch["started"], launch["duration"])
+                p = reader.phases(lines, launch["started"], launch["duration"])
             if p.collection is None:  # a command case: no pytest, no marks
                 continue
             per_run.setdefault(a["run"], []).append(p)
@@ -365,7 +368,7 @@ def rows_for(cold, warm, patch, base, fix, touched) -> list[tuple[str, str, str]
 def main(argv=None) -> int:
     args = parse_args(argv)
     args.config = args.config.resolve()
-    checkers = host.probe_checkers()
+    checkers = backends.probe_checkers()
     facts = host.probe(sys.executable, checkers)
     backend = choose(
         args.backend, gpus=len(facts.gpus), sanitizer=checkers[0], asan=checkers[1]

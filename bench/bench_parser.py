@@ -41,8 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.backends import cs_log  # noqa: E402
-from orchestrator.findings import signature  # noqa: E402
+from orchestrator.backends.compute_sanitizer import log as cs_log  # noqa: E402
+from orchestrator.findings.signatures import signature  # noqa: E402
 from orchestrator.model import Checker  # noqa: E402
 
 FIXTURES = ROOT / "tests/fixtures/compute-sanitizer"

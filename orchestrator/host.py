@@ -35,18 +35,16 @@ import json
 import os
 import platform
 import re
-import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.backends import Asan, ComputeSanitizer
-from orchestrator.backends.base import ToolInfo
 from orchestrator.errors import CheckerUnavailable, HostMismatch, ProcessStartError
-from orchestrator.serial import Record
+from orchestrator.model import ToolInfo
+from orchestrator.model.record import Record
 
 # printed by the torch probe as one JSON line; capabilities as "9.0"
 _TORCH_PROBE = """\
@@ -263,15 +261,6 @@ def _tool(probe: ToolInfo | CheckerUnavailable) -> tuple[str, str]:
 Checkers = tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]
 
 
-def probe_checkers() -> Checkers:
-    """(compute-sanitizer, ASan) as `backends.choose` wants them."""
-    found: list[ToolInfo | CheckerUnavailable] = []
-    for backend in (ComputeSanitizer(), Asan()):
-        try:
-            found.append(backend.probe())
-        except CheckerUnavailable as exc:
-            found.append(exc)
-    return found[0], found[1]
 
 
 class Facts:
@@ -311,20 +300,21 @@ class Facts:
         return host
 
 
-def start(python: str = sys.executable, checkers: Checkers | None = None) -> Facts:
-    """Probe this machine: the fast facts now (a few short children at once), torch's
+def start(python: str, checkers: Checkers | Callable[[], Checkers]) -> Facts:
+    """Probe this machine (`checkers`: the probed checkers, or the probe to run, as
+    `backends.probe_checkers`): the fast facts now (a few short children at once), torch's
     own answer in the background (`Facts.full` joins it), or waited for here where the
     fast facts would not be exact (the module docstring says when)."""
     pool = ThreadPoolExecutor(max_workers=7)
     try:
         answer = pool.submit(_torch, python)  # the slow one: first
-        checkers_f = pool.submit(probe_checkers) if checkers is None else None
+        checkers_f = pool.submit(checkers) if callable(checkers) else None
         version_f = pool.submit(_torch_version, python)
         smi_f = pool.submit(_lines, list(SMI_QUERY))
         nvcc_f = pool.submit(_lines, ["nvcc", "--version"])
         cc_f = pool.submit(_first_line, [os.environ.get("CC", "cc"), "--version"])
         cxx_f = pool.submit(_first_line, [os.environ.get("CXX", "c++"), "--version"])
-        checkers = checkers_f.result() if checkers_f is not None else checkers
+        found = checkers_f.result() if checkers_f is not None else checkers
         nvcc, cc, cxx = nvcc_f.result(), cc_f.result(), cxx_f.result()
         why = next((f"{k} is set" for k in CUDA_VIEW_ENV if k in os.environ), "")
         try:
@@ -341,8 +331,8 @@ def start(python: str = sys.executable, checkers: Checkers | None = None) -> Fac
         pool.shutdown(wait=False)  # the torch child runs on; Facts.full joins it
     if not driver:  # an old driver knows no compute_cap; the driver alone, as before
         driver = _first_line(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
-    assert checkers is not None
-    cs_version, cs_path = _tool(checkers[0])
+    assert not callable(found)
+    cs_version, cs_path = _tool(found[0])
     base = Host(
         python=f"{platform.python_version()} ({python})",
         platform=platform.platform(),
@@ -353,17 +343,17 @@ def start(python: str = sys.executable, checkers: Checkers | None = None) -> Fac
         nvcc_release=nvcc_release(nvcc),
         compute_sanitizer=cs_version,
         compute_sanitizer_path=cs_path,
-        asan_runtime=_tool(checkers[1])[1],
+        asan_runtime=_tool(found[1])[1],
         env=tuple((k, os.environ[k]) for k in RECORDED_ENV if k in os.environ),
     )
     if why:
-        return Facts(_with_torch(base, answer.result()), checkers, waited=why)
+        return Facts(_with_torch(base, answer.result()), found, waited=why)
     # a CPU build of torch sees no GPU, whatever nvidia-smi lists
     gpus, caps = (gpus, caps) if cuda else ((), ())
     fast = dataclasses.replace(base, torch=torch, torch_cuda=cuda, gpus=gpus, capabilities=caps)
-    return Facts(fast, checkers, answer)
+    return Facts(fast, found, answer)
 
 
-def probe(python: str = sys.executable, checkers: Checkers | None = None) -> Host:
+def probe(python: str, checkers: Checkers | Callable[[], Checkers]) -> Host:
     """Every fact of this machine at once (torch's answer waited for and checked)."""
     return start(python, checkers).full()

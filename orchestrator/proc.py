@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.errors import ProcessStartError
-from orchestrator.serial import Record
+from orchestrator.model.record import Record
 
 DEFAULT_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 _POLL_MAX = 0.05

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from orchestrator.backends import asan
+from orchestrator.backends.asan import backend as asan
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
@@ -113,8 +113,8 @@ def main() -> int:
     asan_env = {}
     if a.checker == "asan":
         asan_env = {"LD_PRELOAD": str(asan.find_runtime()), "ASAN_OPTIONS": asan.merge_options()}
-    pytest = [py, "-m", "pytest", *CASES, "-p", "orchestrator.case_markers", "-s", "-q",
-              "-p", "no:cacheprovider", f"--qext-device={a.device}"]
+    pytest = [py, "-m", "pytest", *CASES, "-p", "orchestrator.markers.plugin", "-s",
+              "-q", "-p", "no:cacheprovider", f"--qext-device={a.device}"]
     table = {}
     for name in a.variants:
         # One source path for all variants, so ninja rebuilds only what a patch touches.

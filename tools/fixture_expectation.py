@@ -17,8 +17,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from orchestrator.backends import asan_log, cs_log
-from orchestrator.findings import group
+from orchestrator.backends.asan import log as asan_log
+from orchestrator.backends.compute_sanitizer import log as cs_log
+from orchestrator.findings.signatures import group
 from orchestrator.model import Checker
 
 

@@ -26,8 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator import nodes  # noqa: E402
-from orchestrator.backends import asan_log, cs_log  # noqa: E402
+from orchestrator.backends.asan import log as asan_log  # noqa: E402
+from orchestrator.backends.compute_sanitizer import log as cs_log  # noqa: E402
+from orchestrator.markers import reader  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 PIECES = (" ", "a", "9", "(", "[", "0x1 ", "#0 0x1 in f ", ", ", ":", "=")
@@ -35,7 +36,7 @@ PER_KIND = 2  # distinct lines kept per kind of line (its first 14 characters)
 PARSERS: dict[str, tuple[Callable[[list[str]], object], tuple[str, ...]]] = {
     "cs_log": (cs_log.parse, ("compute-sanitizer/**/*.log",)),
     "asan": (asan_log.parse, ("asan/*.log", "controls/cpu-asan/*.log")),
-    "nodes": (nodes.read, ("**/*.log",)),
+    "nodes": (reader.read, ("**/*.log",)),
 }
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.backends.asan import Asan
-from orchestrator.backends.base import Backend, ToolInfo
-from orchestrator.backends.compute_sanitizer import ComputeSanitizer
+from orchestrator.backends.asan.backend import Asan
+from orchestrator.backends.base import Backend
+from orchestrator.backends.compute_sanitizer.backend import ComputeSanitizer
 from orchestrator.backends.none import NoChecker
 from orchestrator.errors import CheckerUnavailable
-from orchestrator.model import Checker
+from orchestrator.model import Checker, ToolInfo
 
 __all__ = ["Asan", "Backend", "Choice", "ComputeSanitizer", "NoChecker", "choose", "serves"]
 
@@ -73,3 +73,13 @@ def serves(backend: str, checker: Checker) -> str:
     if backend == "asan" and checker is not Checker.MEMCHECK:
         return f"{checker.value} has no CPU stand-in; it needs compute-sanitizer on a GPU"
     return ""
+
+def probe_checkers() -> tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]:
+    """(compute-sanitizer, ASan), each found or why not, as `choose` and `host.start` want them."""
+    found: list[ToolInfo | CheckerUnavailable] = []
+    for backend in (ComputeSanitizer(), Asan()):
+        try:
+            found.append(backend.probe())
+        except CheckerUnavailable as exc:
+            found.append(exc)
+    return found[0], found[1]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from orchestrator.model import Checker, Env, ParseResult
-from orchestrator.serial import Record
+from orchestrator.model import Checker, Env, ParseResult, ToolInfo
+from orchestrator.model.record import Record
 
 __all__ = [
     "CASE_BEGIN_RE",
@@ -28,7 +28,7 @@ __all__ = [
     "Wrapped",
 ]
 
-# Case boundaries written by the pytest plugin `orchestrator.case_markers` into the same
+# Case boundaries written by the pytest plugin `orchestrator.markers.plugin` into the same
 # stream as the checker's output; findings between the two belong to that test.
 # (`.*\S|\s` then `\s*$`, not `.+?\s*$`: the lazy form is quadratic on a long run of
 # spaces inside a line, the greedy one linear; both drop the trailing whitespace)
@@ -36,15 +36,6 @@ __all__ = [
 CASE_BEGIN_RE = re.compile(r"^\[csorch-case-begin\] (?P<case>.*\S|\s)\s*$")
 # [csorch-case-end] tests/regression/test_rng_ownership.py::test_replay[cpu]
 CASE_END_RE = re.compile(r"^\[csorch-case-end\] (?P<case>.*\S|\s)\s*$")
-
-
-@dataclass(frozen=True)
-class ToolInfo(Record):
-    """A checker found on this host."""
-
-    name: str
-    path: str
-    version: str
 
 
 @dataclass(frozen=True)

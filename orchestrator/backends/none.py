@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from orchestrator.backends.base import BuildFlags, Liveness, ToolInfo, Wrapped
-from orchestrator.model import Checker, ParseResult
+from orchestrator.backends.base import BuildFlags, Liveness, Wrapped
+from orchestrator.model import Checker, ParseResult, ToolInfo
 
 NAME = "none"
 

@@ -27,15 +27,18 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from typer.core import TyperCommand
 
-from orchestrator import bisector, cache, history, host, probe, workflow
-from orchestrator.bisect import Commit, Mark, Status, status
-from orchestrator.cli import ExitCode, app, choose_backend, err, fail, interrupt, out
+from orchestrator import cache, host
+from orchestrator.bisect import driver, evaluator, history
+from orchestrator.bisect.state import Commit, Mark, Status, status
+from orchestrator.cli.common import ExitCode, app, choose_backend, err, fail, interrupt, out
 from orchestrator.cli.run import interrupted
 from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, executor_for
-from orchestrator.config import load_experiment
+from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import BisectError, CsorchError
+from orchestrator.files import file_digest
 from orchestrator.model import Build, SourceKind, SourceSpec, TargetPattern
-from orchestrator.sources import file_digest
+from orchestrator.run import pipeline
+from orchestrator.run.options import Options
 
 MARK_STYLE = {Mark.BAD: "bold red", Mark.GOOD: "bold green", Mark.SKIP: "yellow"}
 
@@ -66,7 +69,7 @@ def _stamp() -> str:
     return datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-class _StepEvents(workflow.Events):
+class _StepEvents(pipeline.Events):
     def __init__(self, progress: Progress, task: int) -> None:
         self.progress, self.task = progress, task
         self.prefix = ""
@@ -79,7 +82,7 @@ class _StepEvents(workflow.Events):
         self.progress.update(self.task, description=f"{self.prefix}: {state}, running")
 
 
-class _Reporter(bisector.Reporter):
+class _Reporter(driver.Reporter):
     """One line per step, and a spinner with the step in flight."""
 
     def __init__(self, progress: Progress, targets: tuple[TargetPattern, ...]) -> None:
@@ -88,7 +91,7 @@ class _Reporter(bisector.Reporter):
         self.step = _StepEvents(progress, self.task)
         self.run_events = self.step
 
-    def started(self, state: bisector.State, status: Status) -> None:
+    def started(self, state: driver.State, status: Status) -> None:
         s, commits = state.search, state.bisection.commits
         wanted = "no longer shows" if s.find_fix else "shows"
         targets = "; ".join(_label(t) for t in self.targets)
@@ -108,7 +111,7 @@ class _Reporter(bisector.Reporter):
         left = f", about {status.steps_left} steps left"
         self.progress.update(self.task, description=self.step.prefix + left)
 
-    def step_finished(self, step: bisector.Step, remaining: int) -> None:
+    def step_finished(self, step: driver.Step, remaining: int) -> None:
         ev = step.evaluation
         style = MARK_STYLE[ev.mark]
         self.progress.console.print(
@@ -124,7 +127,7 @@ def _label(target: TargetPattern) -> str:
     return " ".join(f"{k}={v}" for k, v in target.to_dict().items() if v not in ("", None))
 
 
-def _answer(state: bisector.State, result: Status, out_dir: Path, wall: float) -> int:
+def _answer(state: driver.State, result: Status, out_dir: Path, wall: float) -> int:
     steps = state.steps
     skipped = sum(1 for s in steps if s.evaluation.mark is Mark.SKIP)
     word = "first fixed commit" if state.search.find_fix else "first bad commit"
@@ -149,7 +152,7 @@ def _answer(state: bisector.State, result: Status, out_dir: Path, wall: float) -
             )
     out.print(
         f"steps: {len(steps)} ({skipped} skipped); wall time {wall:.0f} s this session, "
-        f"{state.elapsed:.0f} s probing in all; evidence: {out_dir / bisector.STEPS}",
+        f"{state.elapsed:.0f} s probing in all; evidence: {out_dir / driver.STEPS}",
         highlight=False,
         soft_wrap=True,
     )
@@ -173,9 +176,9 @@ class _Asked:
 
 def _resumed(resume: Path, cache_dir: Path | None, jobs: int | None) -> tuple[_Asked, Path, int]:
     """The saved search in `resume`, and its settings unless given again."""
-    old = bisector.load(resume)
+    old = driver.load(resume)
     if old is None:
-        raise CsorchError(f"{resume} holds no bisection ({bisector.STATE} is missing)")
+        raise CsorchError(f"{resume} holds no bisection ({driver.STATE} is missing)")
     s = old.search
     if not s.config.is_file() or file_digest(s.config) != s.config_sha256:
         raise CsorchError(
@@ -190,16 +193,16 @@ def _resumed(resume: Path, cache_dir: Path | None, jobs: int | None) -> tuple[_A
 
 def _prepare(
     asked: _Asked, out_dir: Path | None, cache_dir: Path | None, jobs: int | None
-) -> tuple[Path, bisector.State, probe.Subject, host.Facts]:
+) -> tuple[Path, driver.State, evaluator.Subject, host.Facts]:
     """Everything a bisection needs before its first probe; CsorchError on bad input."""
     experiment = load_experiment(asked.config)
     choice, facts = choose_backend(asked.backend)
-    subj = probe.subject(experiment, asked.variant, choice.backend)
-    repo, sub = probe.locate(experiment, subj.variant, asked.repo, asked.subdir)
+    subj = evaluator.subject(experiment, asked.variant, choice.backend)
+    repo, sub = evaluator.locate(experiment, subj.variant, asked.repo, asked.subdir)
     good, bad = history.resolve(repo, asked.good), history.resolve(repo, asked.bad)
     commits = history.chain(repo, good, bad)
     out_dir = (out_dir or Path("results") / f"bisect-{experiment.name}-{_stamp()}").resolve()
-    search = bisector.Search(
+    search = driver.Search(
         config=asked.config.resolve(),
         config_sha256=file_digest(asked.config),
         repo=repo,
@@ -211,12 +214,12 @@ def _prepare(
         backend=choice.backend,
         repeat=asked.repeat,
     )
-    settings = bisector.Settings(
+    settings = driver.Settings(
         cache=Path(cache_dir or cache.DEFAULT_DIR).resolve(),
         jobs=jobs or min(os.cpu_count() or 1, 8),
         reason=choice.reason,
     )
-    return out_dir, bisector.begin(out_dir, search, settings, commits), subj, facts
+    return out_dir, driver.begin(out_dir, search, settings, commits), subj, facts
 
 
 @app.command("bisect")
@@ -277,17 +280,17 @@ def bisect_command(
     out.print(
         f"backend: [bold]{state.search.backend}[/] ({state.settings.reason})", highlight=False
     )
-    out.print(f"state: {out_path / bisector.STATE}", highlight=False)
+    out.print(f"state: {out_path / driver.STATE}", highlight=False)
     previous = signal.signal(signal.SIGTERM, interrupt)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:
             reporter = _Reporter(progress, subj.targets)
-            state = bisector.drive(out_path, state, subj, facts, reporter, runner)
+            state = driver.drive(out_path, state, subj, facts, reporter, runner)
     except KeyboardInterrupt:
-        raise interrupted(bisector.resume_command(out_path)) from None
+        raise interrupted(driver.resume_command(out_path)) from None
     except BisectError as exc:
-        err.print(f"evidence: {out_path / bisector.STEPS}", highlight=False, soft_wrap=True)
+        err.print(f"evidence: {out_path / driver.STEPS}", highlight=False, soft_wrap=True)
         raise _inconclusive(exc) from None
     except CsorchError as exc:  # the host or the cache, not a commit, failed
         raise fail(exc) from None
@@ -307,7 +310,7 @@ def _inconclusive(exc: CsorchError) -> typer.Exit:
 
 
 def _probe_spec(
-    subj: probe.Subject, repo: Path | None, ref: str | None, subdir: str | None
+    subj: evaluator.Subject, repo: Path | None, ref: str | None, subdir: str | None
 ) -> tuple[str, SourceSpec]:
     """(a label for the bundle, the source to judge): a commit with --repo/--ref/--subdir,
     else the variant's own source (the work tree `git bisect run` has checked out)."""
@@ -317,9 +320,9 @@ def _probe_spec(
             return (history.head(Path(spec.location))[:10] or "tree"), spec
         sha = history.resolve(spec.location, spec.ref) if Path(spec.location).is_dir() else ""
         return (sha[:10] or "tree"), spec
-    repo_dir, sub = probe.locate(subj.experiment, subj.variant, repo, subdir)
+    repo_dir, sub = evaluator.locate(subj.experiment, subj.variant, repo, subdir)
     sha = history.resolve(repo_dir, ref or "HEAD")
-    return sha[:10], probe.at_commit(repo_dir, sha, sub)
+    return sha[:10], evaluator.at_commit(repo_dir, sha, sub)
 
 
 @app.command("probe", cls=_GitProtocol)
@@ -345,15 +348,15 @@ def probe_command(
     try:
         experiment = load_experiment(config)
         choice, facts = choose_backend(backend)
-        subj = probe.subject(experiment, variant, choice.backend)
+        subj = evaluator.subject(experiment, variant, choice.backend)
         label, spec = _probe_spec(subj, repo, ref, subdir)
     except CsorchError as exc:
         fail(exc)  # prints; the exit code is git's "abort"
         raise typer.Exit(ProbeExit.ABORT) from None
-    options = workflow.Options(
+    options = Options(
         backend=choice.backend,
         reason=choice.reason,
-        out=probe.fresh_dir(out_dir.resolve(), f"{_stamp()}-{label}"),
+        out=evaluator.fresh_dir(out_dir.resolve(), f"{_stamp()}-{label}"),
         cache=cache_dir,
         work=out_dir.resolve() / ".work",
         jobs=jobs or min(os.cpu_count() or 1, 8),
@@ -361,7 +364,7 @@ def probe_command(
     )
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        evaluation = probe.evaluate(subj, spec, options, facts)
+        evaluation = evaluator.evaluate(subj, spec, options, facts)
     except KeyboardInterrupt:
         err.print("interrupted", highlight=False)
         raise typer.Exit(ProbeExit.ABORT) from None

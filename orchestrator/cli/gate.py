@@ -11,23 +11,9 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import (
-    allowances,
-    backends,
-    bundle,
-    cache,
-    compare,
-    gate,
-    gatedir,
-    host,
-    journal,
-    judge,
-    verify,
-    workflow,
-)
-from orchestrator.allowances import Allowance
-from orchestrator.bundle import atomic_write
-from orchestrator.cli import (
+from orchestrator import backends, bundle, cache, gate, host, judge
+from orchestrator.bundle import verify
+from orchestrator.cli.common import (
     VERDICT_EXIT,
     ExitCode,
     app,
@@ -41,11 +27,19 @@ from orchestrator.cli import (
 )
 from orchestrator.cli.run import cannot_write, default_out, run_one
 from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, check_local_only, executor_for
-from orchestrator.config import load_experiment
+from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import BundleError, CsorchError
+from orchestrator.executors.base import Executor
+from orchestrator.files import atomic_write
+from orchestrator.gate import allowances
+from orchestrator.gate import manifest as gatedir
+from orchestrator.gate.allowances import Allowance
+from orchestrator.judge import compare
 from orchestrator.model import Verdict
-from orchestrator.plan import Fanout
+from orchestrator.model.job import Fanout
 from orchestrator.report import markdown, verdicts
+from orchestrator.run import journal
+from orchestrator.run.options import Options
 
 GATE_SCHEMA = "csorch.gate/1"
 REPORT = gatedir.REPORT
@@ -100,10 +94,10 @@ def _options(
     repeat: int | None = None,
     devices: tuple[str, ...] = (),
     fanout: Fanout = Fanout.SHARD,
-    executor: workflow.Executor | None = None,
+    executor: Executor | None = None,
     resume: bool = False,
-) -> workflow.Options:
-    return workflow.Options(
+) -> Options:
+    return Options(
         backend=choice.backend,
         reason=choice.reason,
         out=out_dir,

@@ -11,11 +11,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator import __version__, backends, gatedir, host, verify
-from orchestrator.backends.base import ToolInfo
-from orchestrator.cli import ExitCode, app, err, fail, out
+from orchestrator import __version__, backends, host
+from orchestrator.bundle import verify
+from orchestrator.cli.common import ExitCode, app, err, fail, out
 from orchestrator.errors import BundleError, CheckerUnavailable, HostMismatch
-from orchestrator.model import RUN_CHECKERS, Checker
+from orchestrator.gate import manifest as gatedir
+from orchestrator.model import RUN_CHECKERS, Checker, ToolInfo
 
 _STYLE = {
     verify.Status.OK: "green",
@@ -147,7 +148,7 @@ def _probe_line(probed: host.Facts, mismatch: HostMismatch | None) -> str:
 def doctor_command() -> None:
     """What this machine offers csorch (GPUs, driver, checkers, torch, compilers) and which
     backend `--backend auto` would pick. Exit 0 when some backend is usable, else 3."""
-    probed = host.start(sys.executable)
+    probed = host.start(sys.executable, backends.probe_checkers)
     facts = probed.wait()  # torch's own answer, as the bundle records it
     sanitizer, asan = probed.checkers
     mismatch: HostMismatch | None = None

@@ -17,10 +17,11 @@ import typer
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from orchestrator import allowances, gate, report
 from orchestrator import bundle as bundles
-from orchestrator.cli import ExitCode, app, fail, out
+from orchestrator import gate, report
+from orchestrator.cli.common import ExitCode, app, fail, out
 from orchestrator.errors import BundleError, ConfigError, CsorchError
+from orchestrator.gate import allowances
 from orchestrator.report import table
 
 FORMATS = ("table", *report.FORMATS)

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import cache, host, journal, workflow
-from orchestrator.cli import (
+from orchestrator import cache, host
+from orchestrator.cli.common import (
     VERDICT_EXIT,
     ExitCode,
     app,
@@ -27,14 +27,16 @@ from orchestrator.cli import (
     resolve_devices,
 )
 from orchestrator.cli.slurm import ExecutorOpt, SlurmOpt, check_local_only, executor_for
-from orchestrator.config import load_experiment, only_cases
+from orchestrator.config.experiment import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, Experiment
-from orchestrator.plan import Fanout, Job
+from orchestrator.model.job import Fanout, Job
 from orchestrator.report import table
+from orchestrator.run import journal, pipeline
+from orchestrator.run.options import Options
 
 
-class _Progress(workflow.Events):
+class _Progress(pipeline.Events):
     """Rich progress bars for builds and attempts (called from worker threads)."""
 
     def __init__(self, progress: Progress) -> None:
@@ -114,8 +116,8 @@ def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
 
 
 def run_one(
-    experiment: Experiment, options: workflow.Options, facts: host.Facts, resume: str = ""
-) -> workflow.RunResult:
+    experiment: Experiment, options: Options, facts: host.Facts, resume: str = ""
+) -> pipeline.RunResult:
     """Run one experiment with progress bars, then print its table. Ctrl-C or SIGTERM
     leave the bundle marked incomplete, print the command that resumes (`resume`, else
     `csorch run --resume OUT`) and exit INCONCLUSIVE."""
@@ -129,7 +131,7 @@ def run_one(
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         with Progress(*columns, console=err, transient=True) as progress:
-            result = workflow.run_experiment(experiment, options, facts, _Progress(progress))
+            result = pipeline.run_experiment(experiment, options, facts, _Progress(progress))
     except KeyboardInterrupt:
         raise interrupted(resume or journal.resume_command("run", options.out)) from None
     # a resume refused (another run's journal, a changed source), or the host's facts
@@ -234,7 +236,7 @@ def run_command(
     except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
         raise fail(exc) from None
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
-    options = workflow.Options(
+    options = Options(
         backend=choice.backend,
         reason=choice.reason,
         out=out_dir or default_out(experiment.name),

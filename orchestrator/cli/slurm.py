@@ -11,11 +11,12 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import slurm, workflow
-from orchestrator.cli import ExitCode, app, err, interrupt
+from orchestrator.cli.common import ExitCode, app, err, interrupt
+from orchestrator.config.slurm import EXECUTORS, SLURM, with_flags
 from orchestrator.errors import CsorchError
+from orchestrator.executors.base import Executor
+from orchestrator.executors.slurm import executor as slurm
 from orchestrator.model import Experiment
-from orchestrator.slurm_options import EXECUTORS, SLURM, with_flags
 
 ExecutorOpt = Annotated[
     str | None,
@@ -38,7 +39,7 @@ SlurmOpt = Annotated[
 
 def executor_for(
     experiment: Experiment, executor: str | None, pairs: list[str] | None
-) -> workflow.Executor | None:
+) -> Executor | None:
     """The executor an experiment runs on (None: local); CsorchError for a bad flag."""
     name = executor or experiment.executor
     if name not in EXECUTORS:
@@ -50,7 +51,7 @@ def executor_for(
     return slurm.Slurm(with_flags(experiment.slurm, pairs or []))
 
 
-def check_local_only(executor: workflow.Executor | None, devices: str | None) -> None:
+def check_local_only(executor: Executor | None, devices: str | None) -> None:
     """--devices (the flag as given) picks GPUs on this host; Slurm gives each task its
     own through gres (`all`, make validate's default, then means nothing to pick)."""
     if executor is not None and devices and devices.strip() != "all":

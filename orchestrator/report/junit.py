@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings import group
+from orchestrator.findings.signatures import group
 from orchestrator.model import Attempt, Experiment, Outcome
-from orchestrator.plan import device_label
+from orchestrator.model.job import device_label
 from orchestrator.report import rows
 
 # XML 1.0 has no escape for most control characters: a log line with an ANSI colour

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings import fingerprint, group, signature
-from orchestrator.judge import Judgement
+from orchestrator.findings.signatures import fingerprint, group, signature
+from orchestrator.judge.causality import Judgement
 from orchestrator.model import Attempt, Checker, Experiment, Outcome
-from orchestrator.plan import device_label
+from orchestrator.model.job import device_label
 from orchestrator.report import provenance, rows
 from orchestrator.report.gfm import DASH, code, esc, table
 

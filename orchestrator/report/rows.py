@@ -1,7 +1,7 @@
 """The grid every bundle report shares: case node x variant x run x device.
 
 A pytest case is several nodes (its node ids); a command case is one node named by the
-case. Repeats fold into one cell: its outcome is `tally.aggregate` of the node's
+case. Repeats fold into one cell: its outcome is `model.kinds.aggregate` of the node's
 outcomes, its findings are those attributed to the node (a finding's `case` is the node
 id that the case markers printed around it), counted over all repeats. Findings outside
 any node (at interpreter exit, say) get the pseudo node `OUTSIDE`, as in the terminal
@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from orchestrator.model import Attempt, Checker, Experiment, Finding, Outcome
-from orchestrator.plan import device_label
-from orchestrator.tally import aggregate
+from orchestrator.model.job import device_label
+from orchestrator.model.kinds import aggregate
 
 OUTSIDE = "(outside a test)"
 

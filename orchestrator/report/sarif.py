@@ -29,7 +29,13 @@ from typing import Any
 from urllib.parse import quote
 
 from orchestrator import bundle
-from orchestrator.findings import SignatureCount, fingerprint, group, signature, top_frames
+from orchestrator.findings.signatures import (
+    SignatureCount,
+    fingerprint,
+    group,
+    signature,
+    top_frames,
+)
 from orchestrator.model import Attempt, Experiment, Finding, Frame, Signature, SourceKind
 
 SCHEMA = (

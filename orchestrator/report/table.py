@@ -17,11 +17,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.findings import group
-from orchestrator.judge import Judgement
+from orchestrator.findings.signatures import group
+from orchestrator.judge.causality import Judgement
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
+from orchestrator.model.kinds import aggregate
 from orchestrator.report.rows import OUTSIDE, short
-from orchestrator.tally import aggregate
 
 STYLES = {
     Outcome.PASSED: "green",

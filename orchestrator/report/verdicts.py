@@ -7,8 +7,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.compare import Comparison
-from orchestrator.gate import GateResult
+from orchestrator.gate.policy import GateResult
+from orchestrator.judge.compare import Comparison
 from orchestrator.model import Verdict
 
 STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}

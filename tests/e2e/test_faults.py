@@ -29,11 +29,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import bundle, cache, journal, verify, workflow
-from orchestrator.config import load_experiment
+from orchestrator import backends, bundle, cache
+from orchestrator.bundle import verify
+from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import BundleError
 from orchestrator.host import Facts
 from orchestrator.model import Verdict
+from orchestrator.run import journal, pipeline
+from orchestrator.run.options import Options
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "e2e"
@@ -262,11 +265,11 @@ def test_a_resume_of_another_run_is_refused(tmp_path: Path, finished, facts: Fac
     out = tmp_path / "out"
     shutil.copytree(src, out)
     before = (out / journal.JOURNAL).read_text()
-    options = workflow.Options(
+    options = Options(
         backend="asan", out=out, cache=cache_dir, work=tmp_path / "w", repeat=2, resume=True
     )
     with pytest.raises(journal.ResumeError) as caught:
-        workflow.run_experiment(load_experiment(CONFIG), options, facts)
+        pipeline.run_experiment(load_experiment(CONFIG), options, facts)
     assert f"{out.resolve()} holds another run (experiment " in caught.value.message
     assert (out / journal.JOURNAL).read_text() == before  # nothing was touched
     # through the command line: a clear line, exit 2, and the way to continue
@@ -281,12 +284,12 @@ def test_a_changed_source_is_refused(tmp_path: Path, facts: Facts) -> None:
     shutil.copytree(FIXTURES, tmp_path / "fx")
     config = tmp_path / "fx" / "c-oob.yaml"
 
-    def run(resume: bool) -> workflow.RunResult:
-        options = workflow.Options(
+    def run(resume: bool) -> pipeline.RunResult:
+        options = Options(
             backend="asan", out=tmp_path / "out", cache=tmp_path / "cache",
             work=tmp_path / "w", resume=resume,
         )  # fmt: skip
-        return workflow.run_experiment(load_experiment(config), options, facts)
+        return pipeline.run_experiment(load_experiment(config), options, facts)
 
     assert run(False).judgement.verdict is Verdict.PASS
     pick = tmp_path / "fx" / "cprog" / "pick.c"
@@ -357,7 +360,7 @@ FAULTS = {
 def facts() -> Facts:
     from orchestrator import host
 
-    return host.start(sys.executable)
+    return host.start(sys.executable, backends.probe_checkers)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -382,11 +385,11 @@ def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str
 
         killer = threading.Thread(target=kill_when_started)
         killer.start()
-    options = workflow.Options(
+    options = Options(
         backend="asan", out=tmp_path / "out", cache=tmp_path / "cache",
         work=tmp_path / "work", jobs=1,
     )  # fmt: skip
-    result = workflow.run_experiment(load_experiment(config), options, facts)
+    result = pipeline.run_experiment(load_experiment(config), options, facts)
     if killer is not None:
         killer.join()
     assert result.judgement.verdict is Verdict.INCONCLUSIVE, result.judgement.reasons
@@ -424,12 +427,12 @@ def _only_entry(cache_dir: Path, variant: str, out: Path) -> Path:
 def test_a_damaged_cache_entry_is_rebuilt(
     tmp_path: Path, facts: Facts, damage: str
 ) -> None:
-    def run(name: str) -> workflow.RunResult:
-        options = workflow.Options(
+    def run(name: str) -> pipeline.RunResult:
+        options = Options(
             backend="asan", out=tmp_path / name, cache=tmp_path / "cache",
             work=tmp_path / "work", jobs=1,
         )  # fmt: skip
-        return workflow.run_experiment(load_experiment(CONFIG), options, facts)
+        return pipeline.run_experiment(load_experiment(CONFIG), options, facts)
 
     first = run("first")
     entry = _only_entry(tmp_path / "cache", "control", first.bundle)
@@ -447,7 +450,7 @@ def test_a_damaged_cache_entry_is_rebuilt(
     assert builds["fixed"].cached
     assert second.judgement.verdict is Verdict.PASS
     recorded = {a.path: a.sha256 for a in builds["control"].artifacts}
-    from orchestrator.sources import file_digest
+    from orchestrator.files import file_digest
 
     assert file_digest(entry / "tree" / "pick") == recorded["tree/pick"]
 
@@ -470,7 +473,7 @@ def test_two_runs_share_one_cold_cache(tmp_path: Path) -> None:
     assert len(entries) == 2 and not list((cache_dir / "tmp").iterdir())
     for entry in entries:  # no torn entry: the metadata and every binary agree
         meta = json.loads((entry / cache.META).read_text())
-        from orchestrator.sources import file_digest
+        from orchestrator.files import file_digest
 
         for art in meta["build"]["artifacts"]:
             assert file_digest(entry / art["path"]) == art["sha256"]

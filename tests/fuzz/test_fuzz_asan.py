@@ -1,4 +1,4 @@
-"""Fuzzing orchestrator/backends/asan_log.py (the AddressSanitizer report parser).
+"""Fuzzing orchestrator/backends/asan/log.py (the AddressSanitizer report parser).
 
 Properties, over damaged real logs (tests/fixtures/asan and the CPU control logs),
 random bytes, huge lines and two processes' output interleaved: `parse` never raises; a
@@ -18,7 +18,7 @@ pytest.importorskip("hypothesis", reason="hypothesis is a CPU-machine test depen
 from fuzzlib import fed, fixture_lines, huge_line, interleaved, mutated, raw_bytes, with_app_output
 from hypothesis import given
 
-from orchestrator.backends import asan_log
+from orchestrator.backends.asan import log as asan_log
 from orchestrator.model import ParseResult
 
 LOGS = fixture_lines("asan/*.log", "controls/cpu-asan/*.log")

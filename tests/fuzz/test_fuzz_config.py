@@ -1,5 +1,5 @@
-"""Fuzzing the config loaders: orchestrator/config.py (experiments) and gate.py (gate
-configs), through orchestrator/yamlview.py.
+"""Fuzzing the config loaders: orchestrator/config/experiment.py (experiments) and gate.py (gate
+configs), through orchestrator/config/nodes.py.
 
 Property: whatever the file holds (a damaged real config, random bytes, invalid UTF-8,
 a huge line, deep nesting, YAML tags, aliases), loading it either returns a config or
@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator import gate
-from orchestrator.config import load_experiment
+from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import ConfigError
 
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))

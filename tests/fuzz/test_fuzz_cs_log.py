@@ -1,4 +1,4 @@
-"""Fuzzing orchestrator/backends/cs_log.py (the compute-sanitizer text parser).
+"""Fuzzing orchestrator/backends/compute_sanitizer/log.py (the compute-sanitizer text parser).
 
 Properties, over damaged real logs (tests/fixtures/compute-sanitizer), random bytes,
 huge lines and two logs interleaved: `parse` never raises; a log without a summary line
@@ -20,8 +20,8 @@ pytest.importorskip("hypothesis", reason="hypothesis is a CPU-machine test depen
 from fuzzlib import fed, fixture_lines, huge_line, interleaved, mutated, raw_bytes, with_app_output
 from hypothesis import given
 
-from orchestrator import fold
-from orchestrator.backends import cs_log
+from orchestrator.backends.compute_sanitizer import log as cs_log
+from orchestrator.findings import folding
 from orchestrator.model import ParseResult
 
 LOGS = fixture_lines("compute-sanitizer/**/*.log")
@@ -43,7 +43,7 @@ def check(lines: list[str]) -> ParseResult:
         assert not result.complete, "complete without a summary line"
     assert ParseResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
     whole = cs_log.parse(lines, examples=None)
-    assert result == dataclasses.replace(whole, findings=fold.fold(whole.findings))
+    assert result == dataclasses.replace(whole, findings=folding.fold(whole.findings))
     return result
 
 

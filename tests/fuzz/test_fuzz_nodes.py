@@ -1,4 +1,4 @@
-"""Fuzzing orchestrator/nodes.py (the reader of a child pytest's case markers).
+"""Fuzzing orchestrator/markers/reader.py (the reader of a child pytest's case markers).
 
 Properties, over damaged real logs with markers, random marker sequences, random bytes,
 huge lines and two processes interleaved: `read` never raises and neither do the
@@ -25,7 +25,7 @@ from fuzzlib import (
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator import nodes
+from orchestrator.markers import reader as nodes
 
 LOGS = [
     lines

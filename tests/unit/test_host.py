@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import host
+from orchestrator import backends, host
 from orchestrator.errors import HostMismatch
 
 #: torch/version.py of a CUDA build, as torch 2.13.0+cu130 writes it
@@ -40,7 +40,7 @@ CPU_VERSION_PY = CUDA_VERSION_PY.replace("2.13.0+cu130", "2.13.0+cpu").replace(
 
 def timed_start(python: str = sys.executable) -> tuple[host.Facts, float]:
     began = time.monotonic()
-    facts = host.start(python)
+    facts = host.start(python, backends.probe_checkers)
     return facts, time.monotonic() - began
 
 
@@ -88,7 +88,7 @@ def test_a_cuda_build_takes_gpus_from_nvidia_smi_and_uuids_from_torch_only(fake_
 def test_probe_is_both_parts_at_once(fake_host) -> None:
     fake_host.torch(CUDA_VERSION_PY, [(*H200, UUIDS[0]), (*H200, UUIDS[1])])
     fake_host.smi(SMI_H200)
-    facts = host.probe()
+    facts = host.probe(sys.executable, backends.probe_checkers)
     assert facts.gpus == ("NVIDIA H200",) * 2 and facts.gpu_uuids == UUIDS
     assert facts.driver == "580.95.05" and facts.torch_cuda == "13.0"
 
@@ -169,7 +169,7 @@ def test_a_contradiction_is_an_error_naming_the_fact_and_both_values(
     gpus = torch_says.pop("gpus", [(*H200, UUIDS[0]), (*H200, UUIDS[1])])
     fake_host.torch(CUDA_VERSION_PY, gpus, **torch_says)
     fake_host.smi(SMI_H200)
-    facts = host.start()
+    facts = host.start(sys.executable, backends.probe_checkers)
     assert facts.waited == "" and len(facts.fast.gpus) == 2
     with pytest.raises(HostMismatch) as caught:
         facts.full()

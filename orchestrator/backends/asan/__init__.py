@@ -1,0 +1,1 @@
+"""The AddressSanitizer backend: flags, wrapping, the report-fold shim and the log grammar."""

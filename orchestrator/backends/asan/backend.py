@@ -1,0 +1,198 @@
+"""The AddressSanitizer backend: memcheck's stand-in on a host without a GPU.
+
+Builds add `-fsanitize=address -fsanitize-recover=address -fno-omit-frame-pointer -g`;
+runs preload the runtime (`gcc -print-file-name=libasan.so`), since a Python process
+that loads an instrumented extension refuses to start otherwise, and set
+`ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`
+(and `verify_asan_link_order=0`, with the fold shim ahead of the runtime in LD_PRELOAD).
+Reports go to the command's stderr, so the parser reads the command's own log.
+
+compute-sanitizer's options do not apply, with one exception: a run that asks for
+memcheck's `--leak-check full` gets LeakSanitizer (`detect_leaks=1`), its stand-in. Its
+report ("ERROR: LeakSanitizer: detected memory leaks", kind `memory-leak`) comes at exit,
+before the exit-stats marker (with halt_on_error=0 the process is not killed for it), so a
+leak log is still proven complete. Leaks stay off otherwise: a torch process leaks by
+design and would bury the run in reports.
+
+The log's grammar and its parser are `asan_log.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from orchestrator import proc
+from orchestrator.backends.asan import shim as asan_fold
+from orchestrator.backends.asan.log import parse
+from orchestrator.backends.base import BuildFlags, Liveness, Wrapped
+from orchestrator.errors import CheckerUnavailable, ProcessStartError
+from orchestrator.model import Checker, ParseResult, ToolInfo
+
+NAME = "asan"
+COMPILE_FLAGS = (
+    "-fsanitize=address",
+    "-fsanitize-recover=address",
+    "-fno-omit-frame-pointer",
+    "-g",
+)
+LINK_FLAGS = ("-fsanitize=address",)
+# atexit=1 last, so that a user's ASAN_OPTIONS cannot switch off the completion marker;
+# alloc_dealloc_mismatch=0: torch mixes new/free across libraries that ASan cannot see;
+# halt_on_error=0, suppress_equal_pcs=0: every bad access is reported (the fold shim
+# prints the first of each instruction per case and counts the rest)
+DEFAULT_OPTIONS = (
+    "detect_leaks=0",
+    "halt_on_error=0",
+    "suppress_equal_pcs=0",
+    "alloc_dealloc_mismatch=0",
+)
+# a plain run without the fold shim: each pc reported once keeps a flood from costing
+# minutes (its reports are not judged, only its outcome; past 25 distinct pcs ASan ends
+# the process)
+PLAIN_OPTIONS = (
+    "detect_leaks=0",
+    "halt_on_error=0",
+    "suppress_equal_pcs=1",
+    "alloc_dealloc_mismatch=0",
+)
+REQUIRED_OPTIONS = ("atexit=1",)
+#: what compute-sanitizer's `--leak-check full` turns on here
+LEAK_OPTIONS = ("detect_leaks=1",)
+
+
+def find_runtime(compiler: str = "gcc") -> Path:
+    """The ASan runtime the compiler links against; CheckerUnavailable if there is none."""
+    try:
+        out = proc.capture([compiler, "-print-file-name=libasan.so"], timeout=60)
+    except ProcessStartError as exc:
+        raise CheckerUnavailable(
+            NAME,
+            f"{compiler}: {exc.reason}",
+            hint="install gcc (with libasan) or pass another compiler",
+        ) from None
+    path = Path(out.output.strip())
+    # the compiler echoes the bare name back when it has no such file
+    if out.returncode != 0 or not path.is_absolute() or not path.exists():
+        raise CheckerUnavailable(
+            NAME,
+            f"`{compiler} -print-file-name=libasan.so` found no runtime "
+            f"(it printed {out.output.strip()!r})",
+            hint="install the AddressSanitizer runtime (Debian/Ubuntu: libasan8 or gcc's "
+            "libgcc-*-dev)",
+        )
+    return path.resolve()
+
+
+def merge_options(
+    user: str = "", *, leaks: bool = False, plain: bool = False, fold: bool = False
+) -> str:
+    """ASAN_OPTIONS: csorch's defaults (a checker run's or a command case's, with leak
+    detection when `leaks`; or a plain run's without the fold shim), then the user's, then
+    what csorch requires (and the shim, when `fold`). The last setting of an option wins."""
+    defaults = PLAIN_OPTIONS if plain and not fold else DEFAULT_OPTIONS
+    parts = [
+        *defaults,
+        *(LEAK_OPTIONS if leaks and not plain else ()),
+        *(p for p in re.split(r"[:\s]+", user) if p),
+        *REQUIRED_OPTIONS,
+        *(asan_fold.OPTIONS if fold else ()),
+    ]
+    return ":".join(parts)
+
+
+def wants_leak_check(options: Sequence[str]) -> bool:
+    """Whether compute-sanitizer options ask for `--leak-check full` (either spelling)."""
+    words = list(options)
+    for i, word in enumerate(words):
+        if word == "--leak-check=full" or (
+            word == "--leak-check" and i + 1 < len(words) and words[i + 1] == "full"
+        ):
+            return True
+    return False
+
+
+class Asan:
+    """ASan with the runtime at `runtime` (found through `compiler` when None); with
+    `fold`, the report-fold shim (`asan_fold.build`) preloaded ahead of it."""
+
+    name = NAME
+    checkers = frozenset({Checker.MEMCHECK})
+
+    def __init__(
+        self,
+        runtime: Path | str | None = None,
+        *,
+        compiler: str = "gcc",
+        fold: Path | str | None = None,
+    ) -> None:
+        self.runtime = Path(runtime) if runtime is not None else None
+        self.compiler = compiler
+        self.fold = Path(fold) if fold is not None else None
+
+    def build_fold(self, directory: Path) -> Path:
+        """Build (or find built) the fold shim under `directory`; later wraps preload it."""
+        self.fold = asan_fold.build(self.compiler, directory)
+        return self.fold
+
+    def _runtime(self) -> Path:
+        if self.runtime is None:
+            self.runtime = find_runtime(self.compiler)
+        return self.runtime
+
+    def build_flags(self) -> BuildFlags:
+        return BuildFlags(cflags=COMPILE_FLAGS, ldflags=LINK_FLAGS)
+
+    def probe(self) -> ToolInfo:
+        runtime = self._runtime()
+        out = proc.capture([self.compiler, "-dumpfullversion"], timeout=60)
+        version = out.output.strip() if out.returncode == 0 else "unknown"
+        return ToolInfo(NAME, str(runtime), f"{self.compiler} {version}")
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        checker: Checker,
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+        plain: bool = False,
+    ) -> Wrapped:
+        """Preload the runtime (the fold shim first, if any) and set ASAN_OPTIONS.
+        `options` (compute-sanitizer's) do not apply, except `--leak-check full`, which
+        turns on LeakSanitizer; `log_path` is unused: reports go to stderr. `plain`: a run
+        without a checker whose instrumented build needs the runtime to load."""
+        if checker not in self.checkers:
+            raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
+        env = env or {}
+        shim = str(self.fold) if self.fold else ""
+        preload = " ".join(p for p in (shim, str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
+        delta = (
+            (
+                "ASAN_OPTIONS",
+                merge_options(
+                    env.get("ASAN_OPTIONS", ""),
+                    leaks=wants_leak_check(options),
+                    plain=plain,
+                    fold=bool(shim),
+                ),
+            ),
+            ("LD_PRELOAD", preload),
+        )
+        return Wrapped(argv=tuple(argv), env=delta, log_path=None)
+
+    def parse(self, lines: Iterable[str]) -> ParseResult:
+        return parse(lines)
+
+    def liveness(self, result: ParseResult) -> Liveness:
+        if result.tool_errors:
+            return Liveness(False, result.tool_errors[0])
+        if not result.complete:
+            return Liveness(
+                False,
+                "no 'AddressSanitizer exit stats' marker: the runtime was "
+                "not loaded or the process did not exit normally",
+            )
+        return Liveness(True, "exit-stats marker present")

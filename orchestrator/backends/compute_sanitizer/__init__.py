@@ -1,0 +1,2 @@
+"""The compute-sanitizer backend (memcheck, initcheck, racecheck, synccheck): the log grammar
+and its fast path."""

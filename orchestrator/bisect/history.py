@@ -1,0 +1,71 @@
+"""Git history for bisection: refs resolved, and the first-parent chain between two.
+
+Only reads the repository (rev-parse, merge-base, log); every git call goes through
+`proc`. Errors are `SourceError`s naming the repository and what git said.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator import proc
+from orchestrator.bisect.state import Commit
+from orchestrator.errors import ProcessStartError, SourceError
+
+_SEP = "\x1f"  # between sha and subject: a subject may hold any printable character
+
+
+def _git(repo: str, argv: list[str], what: str, *, check: bool = True) -> proc.Captured:
+    try:
+        out = proc.capture(["git", "-C", repo, *argv], timeout=120)
+    except ProcessStartError as exc:
+        raise SourceError(repo, f"cannot run git: {exc.reason}") from None
+    if check and (out.returncode != 0 or out.timed_out):
+        detail = out.output.strip().splitlines()[-1:] or [f"exit {out.returncode}"]
+        raise SourceError(repo, f"{what}: {detail[0]}")
+    return out
+
+
+def resolve(repo: str, ref: str) -> str:
+    """The full sha of `ref`'s commit in `repo`."""
+    out = _git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], "", check=False)
+    if out.returncode != 0:
+        raise SourceError(repo, f"unknown ref {ref!r}", hint="give a commit, branch or tag")
+    return out.output.strip()
+
+
+def head(path: Path) -> str:
+    """The commit checked out where `path` lives ("" outside a repository)."""
+    out = _git(str(path), ["rev-parse", "--verify", "--quiet", "HEAD"], "", check=False)
+    return out.output.strip() if out.returncode == 0 else ""
+
+
+def toplevel(path: Path) -> tuple[str, str]:
+    """(repository root, `path` relative to it) for a directory inside a work tree."""
+    out = _git(str(path), ["rev-parse", "--show-toplevel"], "not inside a git repository")
+    root = Path(out.output.strip()).resolve()
+    rel = Path(path).resolve().relative_to(root).as_posix()
+    return str(root), "" if rel == "." else rel
+
+
+def subject(repo: str, sha: str) -> str:
+    return _git(repo, ["log", "-1", "--format=%s", sha], "git log failed").output.strip()
+
+
+def chain(repo: str, good: str, bad: str) -> tuple[Commit, ...]:
+    """`good`, then the first-parent commits after it up to `bad`, oldest first.
+    SourceError when `good` is not an ancestor of `bad`."""
+    if _git(repo, ["merge-base", "--is-ancestor", good, bad], "", check=False).returncode:
+        raise SourceError(
+            repo,
+            f"{good[:10]} (--good) is not an ancestor of {bad[:10]} (--bad)",
+            hint="--good is the older end, also with --find-fix (there it still shows the "
+            "target); swap them if they are the wrong way round",
+        )
+    out = _git(
+        repo,
+        ["log", "--first-parent", "--reverse", f"--format=%H{_SEP}%s", f"{good}..{bad}"],
+        "git log failed",
+    )
+    later = [Commit(*line.split(_SEP, 1)) for line in out.output.splitlines() if _SEP in line]
+    return (Commit(good, subject(repo, good)), *later)

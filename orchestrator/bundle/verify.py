@@ -1,0 +1,311 @@
+"""Re-checking a bundle's evidence: every digest its manifest records, against the files.
+
+One `Check` per digest (plus one per file that appeared under logs/ after the run), each
+with a `Status`:
+- OK: the file hashes to the recorded sha256;
+- MISMATCH: it does not (the file changed since the run);
+- MISSING: the file the manifest names is gone, where it should still be (in the bundle,
+  or in a cache entry that is still there);
+- UNLISTED: a file under logs/ that the manifest does not list (added after the run);
+- NOT_CHECKABLE: nothing to compare against, and `detail` says why (no digest recorded;
+  a config or patch outside the bundle that has moved; an evicted cache entry; a source
+  tree the run did not keep).
+A bundle passes when nothing is MISMATCH, MISSING or UNLISTED: what cannot be checked is
+reported, not counted against it (a bundle copied off the machine loses its cache
+entries, and that is not tampering).
+
+Paths inside the bundle are relative to it, so a moved bundle verifies the same. The
+module reads files and hashes them; it prints nothing and never changes a file.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS
+from orchestrator.cache import META
+from orchestrator.errors import BundleError
+from orchestrator.files import file_digest
+from orchestrator.model.record import Record
+
+LOGS = "logs"
+
+
+class Status(enum.Enum):
+    OK = "ok"
+    MISMATCH = "mismatch"
+    MISSING = "missing"
+    UNLISTED = "unlisted"
+    NOT_CHECKABLE = "not checkable"
+
+
+#: statuses that fail a verification
+FAILING = frozenset({Status.MISMATCH, Status.MISSING, Status.UNLISTED})
+
+
+class Kind(enum.Enum):
+    RESULTS = "results"
+    LOG = "log"
+    CONFIG = "config"
+    PATCH = "patch"
+    BINARY = "binary"
+    SOURCE = "source"
+    GATE = "gate"  # a gate directory's own files (gatedir.py)
+    BUNDLE = "bundle"  # an experiment bundle a gate judged (gatedir.py)
+
+
+@dataclass(frozen=True)
+class Check(Record):
+    """One recorded digest (or one unlisted file) and what the file says now."""
+
+    kind: Kind
+    path: str  # relative to the bundle when inside it, else absolute
+    status: Status
+    subject: str = ""  # the variant it belongs to ("" for the bundle's own files)
+    expected: str = ""  # the sha256 the manifest records
+    actual: str = ""  # the sha256 of the file now ("" when it could not be read)
+    detail: str = ""  # why, for anything but OK
+
+
+@dataclass(frozen=True)
+class Verification(Record):
+    root: Path
+    complete: bool  # the manifest says the run finished (False: interrupted or running)
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Everything checkable matches and nothing was added."""
+        return not any(c.status in FAILING for c in self.checks)
+
+    def counts(self) -> dict[Status, int]:
+        """Checks per status, every status present (zeros included), in enum order."""
+        out = dict.fromkeys(Status, 0)
+        for c in self.checks:
+            out[c.status] += 1
+        return out
+
+
+def _digest(path: Path) -> tuple[str, str]:
+    """(sha256, "") of a readable file, else ("", why not)."""
+    try:
+        return file_digest(path), ""
+    except OSError as exc:
+        return "", exc.strerror or str(exc)
+
+
+def _compare(
+    kind: Kind, shown: str, path: Path, expected: str, *, subject: str = "", gone: Check
+) -> Check:
+    """Hash `path` against `expected`; `gone` is the verdict when the file is not there."""
+    if not path.exists():
+        return gone
+    if not expected:
+        return Check(kind, shown, Status.NOT_CHECKABLE, subject, detail="no digest recorded")
+    actual, error = _digest(path)
+    if error:
+        return Check(kind, shown, Status.NOT_CHECKABLE, subject, expected, detail=error)
+    if actual == expected:
+        return Check(kind, shown, Status.OK, subject, expected, actual)
+    return Check(
+        kind, shown, Status.MISMATCH, subject, expected, actual, detail="changed since the run"
+    )
+
+
+def _inside(root: Path, rel: str) -> bool:
+    return (root / rel).resolve().is_relative_to(root.resolve())
+
+
+def _results(root: Path, manifest: Mapping[str, Any]) -> Check:
+    recorded = manifest.get("results") or {}
+    path = root / RESULTS
+    missing = Check(Kind.RESULTS, RESULTS, Status.MISSING, detail="the bundle has no results.json")
+    if not recorded.get("sha256"):
+        if not path.exists():
+            return missing
+        return Check(
+            Kind.RESULTS,
+            RESULTS,
+            Status.NOT_CHECKABLE,
+            detail="this manifest records no digest for results.json (an older csorch)",
+        )
+    return _compare(Kind.RESULTS, RESULTS, path, recorded["sha256"], gone=missing)
+
+
+def _logs(root: Path, listed: Mapping[str, str]) -> list[Check]:
+    checks = []
+    for rel, expected in sorted(listed.items()):
+        if not _inside(root, rel):
+            # a log is evidence only inside the bundle; a manifest pointing elsewhere
+            # has been edited by hand
+            checks.append(
+                Check(
+                    Kind.LOG,
+                    rel,
+                    Status.MISMATCH,
+                    expected=expected,
+                    detail="the manifest names a path outside the bundle",
+                )
+            )
+            continue
+        gone = Check(Kind.LOG, rel, Status.MISSING, expected=expected, detail="deleted")
+        checks.append(_compare(Kind.LOG, rel, root / rel, expected, gone=gone))
+    logs = root / LOGS
+    found = sorted(p.relative_to(root).as_posix() for p in logs.rglob("*") if p.is_file())
+    for rel in found:
+        if rel not in listed:
+            actual, _ = _digest(root / rel)
+            checks.append(
+                Check(
+                    Kind.LOG,
+                    rel,
+                    Status.UNLISTED,
+                    actual=actual,
+                    detail="not in the manifest: added after the run",
+                )
+            )
+    return checks
+
+
+def _outside(kind: Kind, recorded: Mapping[str, Any], subject: str = "") -> Check:
+    """A file outside the bundle (the config, a patch): it may have moved since the run,
+    which makes it uncheckable rather than missing."""
+    where, expected = str(recorded.get("path") or ""), str(recorded.get("sha256") or "")
+    if not where:
+        return Check(kind, "", Status.NOT_CHECKABLE, subject, detail="no path recorded")
+    gone = Check(
+        kind,
+        where,
+        Status.NOT_CHECKABLE,
+        subject,
+        expected,
+        detail="no longer at this path (outside the bundle; moved or removed)",
+    )
+    return _compare(kind, where, Path(where), expected, subject=subject, gone=gone)
+
+
+def _entry_digests(entry: Path) -> dict[str, str]:
+    """path -> sha256 of the artifacts the cache entry's own metadata records ({} if none)."""
+    try:
+        # the entry's own record of its build, written when it was published
+        meta = json.loads((entry / META).read_text())
+        return {a["path"]: a["sha256"] for a in meta["build"]["artifacts"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _binaries(build: Mapping[str, Any]) -> list[Check]:
+    variant, entry = str(build.get("variant", "")), str(build.get("entry") or "")
+    binaries = build.get("binaries") or []
+    if binaries and not entry:
+        return [
+            Check(
+                Kind.BINARY,
+                b["path"],
+                Status.NOT_CHECKABLE,
+                variant,
+                b["sha256"],
+                detail="the manifest records no cache entry",
+            )
+            for b in binaries
+        ]
+    root = Path(entry)
+    if binaries and not root.is_dir():
+        # eviction, or a bundle copied to another machine: not evidence of tampering
+        return [
+            Check(
+                Kind.BINARY,
+                str(root / b["path"]),
+                Status.NOT_CHECKABLE,
+                variant,
+                b["sha256"],
+                detail="the cache entry is gone (evicted, or the bundle moved machines)",
+            )
+            for b in binaries
+        ]
+    published = _entry_digests(root) if binaries else {}
+    checks = []
+    for b in binaries:
+        path, expected = root / b["path"], b["sha256"]
+        gone = Check(
+            Kind.BINARY,
+            str(path),
+            Status.MISSING,
+            variant,
+            expected,
+            detail="deleted from its cache entry",
+        )
+        check = _compare(Kind.BINARY, str(path), path, expected, subject=variant, gone=gone)
+        if check.status is Status.MISMATCH:
+            # the entry's own metadata tells a rebuilt entry from an edited binary
+            rebuilt = published.get(b["path"], expected) != expected
+            why = (
+                "the cache entry was rebuilt since the run (its entry.json records the new binary)"
+                if rebuilt
+                else "changed after the build (its cache entry records "
+                "the same sha256 as the bundle)"
+            )
+            check = replace(check, detail=why)
+        checks.append(check)
+    return checks
+
+
+def _sources(manifest: Mapping[str, Any]) -> list[Check]:
+    checks = []
+    for source in manifest.get("sources") or []:
+        variant = str(source.get("variant", ""))
+        for patch in source.get("patches") or []:
+            checks.append(_outside(Kind.PATCH, patch, variant))
+        # a tree digest is over the materialized, patched tree; the run removes it (and
+        # a kept one has build outputs in it), so it can only be re-derived by re-running
+        checks.append(
+            Check(
+                Kind.SOURCE,
+                str(source.get("source", {}).get("location", "")),
+                Status.NOT_CHECKABLE,
+                variant,
+                str(source.get("digest", "")),
+                detail="the materialized tree is not kept; re-run to re-derive it",
+            )
+        )
+    return checks
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """The bundle's manifest; BundleError when `root` is not a bundle."""
+    if not root.is_dir():
+        raise BundleError(root, "not a directory")
+    try:
+        doc = json.loads((root / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise BundleError(
+            root, f"no {MANIFEST}", hint="give a directory written by `csorch run --out`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise BundleError(root, f"{MANIFEST} is not readable JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        raise BundleError(root, f"{MANIFEST} has schema {schema!r}, expected {MANIFEST_SCHEMA}")
+    return doc
+
+
+def verify(root: Path | str) -> Verification:
+    """Re-check every digest in the bundle at `root`; BundleError if it is not a bundle."""
+    root = Path(root)
+    manifest = read_manifest(root)
+    try:
+        checks = [
+            _results(root, manifest),
+            *_logs(root, manifest.get("logs") or {}),
+            _outside(Kind.CONFIG, manifest.get("config") or {}),
+            *_sources(manifest),
+            *(c for b in manifest.get("builds") or [] for c in _binaries(b)),
+        ]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise BundleError(root, f"{MANIFEST} is malformed: {exc!r}") from None
+    return Verification(root, bool(manifest.get("complete")), tuple(checks))

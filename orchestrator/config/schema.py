@@ -1,0 +1,102 @@
+"""The config schema as data: every key allowed at each level, with the phrase that
+error messages use for it, and the lexical rules (names, durations, URLs). The reader
+is `config.py` (the `expect:` block: `expect.py`); its docstring shows the schema as
+an example file."""
+
+from __future__ import annotations
+
+import re
+
+# \Z, not $: `$` also matches before a final newline, and "v\n" is no directory name
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|m|h)?$")
+URL_RE = re.compile(r"^(?:[a-z+]+://|[\w.-]+@[\w.-]+:)")
+UNITS = {None: 1, "s": 1, "m": 60, "h": 3600}
+NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+TOP = {
+    "name": "the experiment's name",
+    "description": "free text for the report",
+    "source": "the subject's source: a directory, or {git: REPO, ref: REF, subdir: DIR}",
+    "variants": "the variants to build: a list of {name, patches, build}",
+    "runs": "how to run the cases: a list of {name, checker, options, env}",
+    "cases": "what to run: pytest paths or node ids, {name, pytest, marker}, or argv lists",
+    "repeats": "how many times each variant x run x case runs (N)",
+    "timeout": "time limit per attempt: seconds, or 90s / 10m / 2h",
+    "expect": "the causality claim: {controls, fix, min_hits, target}",
+    "executor": "where the attempts run: local or slurm",
+    "slurm": "Slurm settings: {partition, account, time, gres, sbatch, throttle, poll}",
+}
+SOURCE = {
+    "path": "a directory",
+    "git": "a git repository (directory or URL)",
+    "ref": "the git ref to check out",
+    "subdir": "the subject's directory in the repository",
+}
+VARIANT = {
+    "name": "the variant's name",
+    "patches": "patch files, applied in order",
+    "build": "jit, wheel or command (or a mapping with kind)",
+    "source": "this variant's own source",
+    "description": "free text",
+}
+BUILD = {
+    "kind": "jit, wheel or command",
+    "command": "the build argv (command builds)",
+    "description": "the build description inside the tree (jit and wheel builds)",
+    "outputs": "files (globs in the tree) whose sha256 is recorded",
+    "env": "environment for the build",
+    "flags": "extra compile flags (jit and wheel)",
+}
+RUN = {
+    "name": "the run's name",
+    "checker": "none, memcheck, initcheck, racecheck or synccheck",
+    "options": "extra compute-sanitizer options",
+    "suppressions": "compute-sanitizer suppression XML files (paths relative to this file)",
+    "env": "environment for the cases",
+    "repeats": "N for this run",
+    "timeout": "time limit per attempt for this run",
+    "description": "free text",
+}
+CASE = {
+    "name": "the case's name",
+    "pytest": "pytest paths or node ids",
+    "marker": "a pytest -m expression",
+    "command": "an argv list",
+    "args": "extra pytest arguments",
+    "backend_args": "extra pytest arguments per backend: {asan: [...], compute-sanitizer: [...]}",
+}
+#: the backends a case's `backend_args` may name
+BACKENDS = ("asan", "compute-sanitizer")
+EXPECT = {
+    "controls": "the unpatched variants that must show the target",
+    "fix": "the variant that must not show it",
+    "min_hits": "k: the target must appear in at least k of N repeats of each control",
+    "target": "what the defect looks like (a mapping or a list of them)",
+}
+TARGET = {
+    "checker": "the tool that reports it",
+    "kind": "finding kind",
+    "access": "read, write, ...",
+    "space": "global, shared, local",
+    "size": "bytes",
+    "function": "kernel or function (glob)",
+    "frame": "any top frame (glob)",
+    "run": "only this run's attempts",
+    "case": "case names (glob)",
+    "outcome": "failed or error: a test outcome instead of a finding",
+}
+SIGNATURE_KEYS = ("checker", "kind", "access", "space", "size", "function", "frame")
+
+#: compute-sanitizer options csorch drives itself; a run's `options` may not set them
+RESERVED_OPTIONS = {
+    "--tool": "the run's `checker` picks the tool",
+    "--log-file": "csorch decides where the checker's log goes",
+    "--error-exitcode": "csorch judges the test's exit code and the checker's log "
+    "separately; a changed exit code would mix them",
+    "--save": "csorch parses the text log",
+    "--xml": "csorch parses the text log",
+    "--read": "a run executes its cases; it does not replay a saved log",
+    "--prefix": "the log parser expects the default prefix",
+}

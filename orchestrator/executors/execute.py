@@ -1,0 +1,373 @@
+"""Execution: one planned job (variant x run x case x repeat x device) -> one Attempt.
+
+A pytest case runs as a child `python -m pytest TARGETS -p orchestrator.markers.plugin -s
+-q -p no:cacheprovider [ARGS]` with the variant's build first on PYTHONPATH; a command
+case runs its argv in the variant's built tree. Either is wrapped by the run's checker:
+compute-sanitizer prefixes the argv, ASan preloads its runtime. A run with no checker
+still preloads the ASan runtime when the build is instrumented (it cannot load
+otherwise); its findings are not parsed, only outcomes count.
+
+When a process dies before its session ends, or a case loses the CUDA context, the
+cases it did not get to run continue in a fresh process (a second `Launch`), with the
+nodes already run deselected; the nodes run after a lost context are discarded and run
+again. One timeout covers all launches of an attempt; past it the process group is
+killed and the attempt is inconclusive. Processes start only through `proc`; their logs
+are read through `attempt_log`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orchestrator
+from orchestrator import proc
+from orchestrator.backends import Asan, Backend, NoChecker
+from orchestrator.errors import ProcessStartError
+from orchestrator.executors import attempt_log
+from orchestrator.findings import suppressions
+from orchestrator.markers import reader as nodes
+from orchestrator.model import (
+    Attempt,
+    Build,
+    Case,
+    CaseKind,
+    Checker,
+    Experiment,
+    Launch,
+    NodeResult,
+    Outcome,
+    ParseResult,
+    Run,
+    Suppression,
+)
+from orchestrator.model.job import Job
+from orchestrator.model.kinds import aggregate
+
+CSORCH_ROOT = Path(orchestrator.__file__).resolve().parents[1]
+MAX_LAUNCHES = 64
+#: pytest's own exit statuses that mean it could not run the cases at all
+PYTEST_BROKEN = {
+    2: "interrupted (collection errors?)",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests were collected",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every job of one run shares."""
+
+    experiment: Experiment
+    backend: str  # "asan" or "compute-sanitizer": selects the cases' backend_args
+    checker: Backend  # the sanitizing backend's object
+    python: str
+    root: Path  # the bundle: logs go under root/logs, records hold paths relative to it
+    scratch: Path  # an empty directory the pytest children start in
+    asan_runtime: Path | None = None
+    asan_fold: Path | None = None  # the report-fold shim, preloaded ahead of the runtime
+    cancel: threading.Event | None = None
+    #: CUDA's GPU UUIDs by index, to check that a job given GPU k ran there; empty where
+    #: csorch itself runs under CUDA_VISIBLE_DEVICES (its indices are then not the child's)
+    gpu_uuids: tuple[str, ...] = ()
+
+
+def packages(import_path: Path) -> tuple[str, ...]:
+    """Top-level importable names in a package directory (what must come from it)."""
+    names = set()
+    for entry in import_path.iterdir():
+        if entry.name.endswith((".dist-info", ".egg-info", ".data")) or entry.name in (
+            "__pycache__",
+            "bin",
+        ):
+            continue
+        if entry.is_dir() and (entry / "__init__.py").exists():
+            names.add(entry.name)
+        elif entry.suffix in (".py", ".so"):
+            names.add(entry.name.split(".")[0])
+    return tuple(sorted(names))
+
+
+def checker_for(run: Run, backend: str) -> Checker:
+    """The tool that actually watches a run under `backend`."""
+    if run.checker is Checker.NONE:
+        return Checker.NONE
+    return Checker.ASAN if backend == "asan" else run.checker
+
+
+Parser = Callable[[Iterable[str]], ParseResult]
+
+
+def _wrap(
+    argv: list[str],
+    env: dict[str, str],
+    run: Run,
+    build: Build,
+    ctx: Context,
+) -> tuple[list[str], dict[str, str], Parser]:
+    """(argv, environment, log parser) for the run's checker."""
+    if run.checker is Checker.NONE:
+        if build.sanitizer == "address":
+            runtime = Asan(ctx.asan_runtime, fold=ctx.asan_fold).wrap(
+                argv, checker=Checker.MEMCHECK, env=env, plain=True
+            )
+            return argv, {**env, **dict(runtime.env)}, NoChecker().parse
+        return argv, env, NoChecker().parse
+    wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
+    parse: Parser = (
+        ctx.checker.parse
+        if ctx.backend == "asan"
+        # compute-sanitizer's parser is told which tool wrote the log
+        else functools.partial(ctx.checker.parse, checker=run.checker)  # type: ignore[call-arg]
+    )
+    if run.suppressions:
+        # csorch applies the run's suppressions itself: the tool would drop the records
+        parse = _suppressing(parse, run.suppressions)
+    return list(wrapped.argv), {**env, **dict(wrapped.env)}, parse
+
+
+def _suppressing(parse: Parser, records: Sequence[Suppression]) -> Parser:
+    return lambda lines: suppressions.mark(parse(lines), records)
+
+
+def _launch(
+    job: Job, k: int, argv: list[str], env: dict[str, str], cwd: Path, timeout: float, ctx: Context
+) -> tuple[proc.ProcResult, Path]:
+    rel = Path("logs") / (job.stem() + (f".launch{k}" if k else "") + ".log")
+    result = proc.run(
+        argv,
+        log_path=ctx.root / rel,
+        env=env,
+        cwd=cwd,
+        timeout=max(timeout, 1.0),
+        cancel=ctx.cancel,
+    )
+    return result, rel
+
+
+def _record(job: Job, result: proc.ProcResult, rel: Path, skipped: int, ended: str) -> Launch:
+    return Launch(
+        result.argv,
+        tuple((k, v or "") for k, v in result.env_delta),
+        result.cwd,
+        rel,
+        result.returncode,
+        result.timed_out,
+        result.duration,
+        result.cpu,
+        skipped,
+        ended,
+        result.started,
+    )
+
+
+def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
+    argv = [
+        ctx.python,
+        "-m",
+        "pytest",
+        *case.pytest,
+        "-p",
+        "orchestrator.markers.plugin",
+        "-s",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    if case.marker:
+        argv += ["-m", case.marker]
+    argv += case.args_for(ctx.backend)
+    path = [str(build.import_path)] if build.import_path else []
+    path += [str(CSORCH_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**dict(run.env), "PYTHONPATH": os.pathsep.join(path), "PYTHONDONTWRITEBYTECODE": "1"}
+    if build.import_path:
+        env |= {
+            "CSORCH_PACKAGE_DIR": str(build.import_path),
+            "CSORCH_PACKAGES": ",".join(packages(build.import_path)),
+        }
+    if job.device:
+        env["CUDA_VISIBLE_DEVICES"] = job.device
+    argv, env, parse = _wrap(argv, env, run, build, ctx)
+    deadline = time.monotonic() + ctx.experiment.timeout_for(run)
+    done: list[str] = []
+    results: list[NodeResult] = []
+    launches: list[Launch] = []
+    parses: list[ParseResult] = []
+    gpus: list[str] = []
+    timed_out, error, status = False, "", None
+    ctx.scratch.mkdir(parents=True, exist_ok=True)
+    for k in range(MAX_LAUNCHES):
+        launch_env = dict(env)
+        if done:
+            done_file = ctx.root / "logs" / (job.stem() + f".launch{k}.done")
+            done_file.write_text("\n".join(done) + "\n")
+            launch_env["CSORCH_DONE_FILE"] = str(done_file)
+        if deadline - time.monotonic() <= 0:
+            timed_out = True
+            break
+        result, rel = _launch(
+            job, k, argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
+        )
+        log = ctx.root / rel
+        report = nodes.read(attempt_log.lines(log))
+        gpus.append(report.gpu)
+        parses.append(parse(attempt_log.lines(log)))
+        kept = list(report.nodes)
+        if report.context_lost:  # what ran after the context died proves nothing
+            kept = kept[: report.began.index(report.context_lost) + 1]
+        results += kept
+        done += [n.nodeid for n in kept]
+        status = report.session_status
+        ended = (
+            "timeout"
+            if result.timed_out
+            else "context lost"
+            if report.context_lost
+            else "died"
+            if status is None
+            else ""
+        )
+        launches.append(_record(job, result, rel, len(done) - len(kept), ended))
+        if result.timed_out:
+            timed_out = True
+            break
+        if report.import_error:
+            error = report.import_error
+            break
+        if report.unrun == 0 and not report.finished:
+            # the crash came at the last case: a fresh process would run nothing (and
+            # compute-sanitizer would fail it for never reaching CUDA)
+            break
+        if report.finished or not kept:
+            if not results and not error:
+                why = PYTEST_BROKEN.get(status, f"exit status {result.returncode}")  # type: ignore[arg-type]
+                error = f"pytest ran no case ({why}): {attempt_log.last_words(log)}"
+            elif status in (3, 4):
+                error = f"pytest {PYTEST_BROKEN[status]}: {attempt_log.last_words(log)}"
+            break
+    return _attempt(job, run, ctx, launches, results, parses, timed_out, error, gpus)
+
+
+def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
+    env = dict(run.env)
+    if job.device:
+        env["CUDA_VISIBLE_DEVICES"] = job.device
+    argv, env, parse = _wrap(list(case.command), env, run, build, ctx)
+    cwd = build.workdir or build.directory or ctx.scratch
+    result, rel = _launch(job, 0, argv, env, cwd, ctx.experiment.timeout_for(run), ctx)
+    rc = result.returncode
+    outcome = (
+        Outcome.ERROR
+        if result.timed_out or rc < 0
+        else Outcome.PASSED
+        if rc == 0
+        else Outcome.FAILED
+    )
+    detail = "timed out" if result.timed_out else f"killed by signal {-rc}" if rc < 0 else ""
+    parsed = parse(attempt_log.lines(ctx.root / rel))
+    # a command has no case markers: everything it reports is this case's
+    parsed = dataclasses.replace(
+        parsed,
+        findings=tuple(
+            f if f.case else dataclasses.replace(f, case=case.name) for f in parsed.findings
+        ),
+    )
+    launch = _record(job, result, rel, 0, "timeout" if result.timed_out else "")
+    return _attempt(
+        job,
+        run,
+        ctx,
+        [launch],
+        [NodeResult(case.name, outcome, detail)],
+        [parsed],
+        result.timed_out,
+        "",
+        # a program may name its GPU with the plugin's line
+        [nodes.read(attempt_log.lines(ctx.root / rel)).gpu],
+    )
+
+
+def _attempt(
+    job: Job,
+    run: Run,
+    ctx: Context,
+    launches: list[Launch],
+    results: list[NodeResult],
+    parses: list[ParseResult],
+    timed_out: bool,
+    error: str,
+    gpus: Sequence[str] = (),
+) -> Attempt:
+    first = launches[0]
+    seen = tuple(dict.fromkeys(g for g in gpus if g))
+    wrong = _wrong_gpu(job, seen, ctx.gpu_uuids)
+    return Attempt(
+        variant=job.variant,
+        run=job.run,
+        case=job.case,
+        repeat=job.repeat,
+        checker=checker_for(run, ctx.backend),
+        device=job.device,
+        gpu=",".join(seen),
+        argv=first.argv,
+        env=first.env,
+        returncode=launches[-1].returncode,
+        timed_out=timed_out,
+        duration=sum(launch.duration for launch in launches),
+        outcome=aggregate(n.outcome for n in results) if results else Outcome.ERROR,
+        log=first.log,
+        parse=attempt_log.merge(parses),
+        error=error or wrong,
+        nodes=tuple(results),
+        launches=tuple(launches),
+    )
+
+
+def _wrong_gpu(job: Job, seen: Sequence[str], uuids: Sequence[str]) -> str:
+    """Why the evidence is not the rank's ("" when it is, or when nothing can tell): a
+    child that used another GPU than the one its job was given, or several."""
+    if len(seen) > 1:
+        return f"the attempt's processes used different GPUs: {', '.join(seen)}"
+    if not seen or not job.device:
+        return ""
+    if job.device.isdigit():
+        index = int(job.device)
+        expected = uuids[index] if index < len(uuids) else ""
+    else:  # given by UUID
+        expected = job.device
+    if expected and seen[0] != expected:
+        return f"given GPU {job.device} ({expected}), the cases ran on {seen[0]}"
+    return ""
+
+
+def execute(job: Job, build: Build, ctx: Context) -> Attempt:
+    """Run one job against a built variant. A program that cannot start is an
+    inconclusive attempt, not an exception."""
+    run = ctx.experiment.run(job.run)
+    case = next(c for c in ctx.experiment.cases if c.name == job.case)
+    try:
+        if case.kind is CaseKind.COMMAND:
+            return _command(job, case, run, build, ctx)
+        return _pytest(job, case, run, build, ctx)
+    except ProcessStartError as exc:
+        return not_run(job, run, ctx.backend, str(exc))
+
+
+def not_run(job: Job, run: Run, backend: str, why: str) -> Attempt:
+    """The record of a job that could not run (its variant did not build, say)."""
+    return Attempt(
+        job.variant,
+        job.run,
+        job.case,
+        job.repeat,
+        checker_for(run, backend),
+        device=job.device,
+        error=why,
+    )

@@ -1,0 +1,2 @@
+"""The Slurm executor: a built variant's attempts as one job array, and what the queue says of
+them."""

@@ -1,0 +1,13 @@
+"""Judging: attempts in, outcomes and verdicts out (causality), tallies, pinned-release
+comparisons. Pure."""
+
+from orchestrator.judge.causality import (  # noqa: F401 (the package's API)
+    Hits,
+    Judgement,
+    causality,
+    failed_builds,
+    judged_findings,
+    target_hits,
+    uncovered,
+    watches,
+)

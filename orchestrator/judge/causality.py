@@ -1,0 +1,370 @@
+"""Judging: attempts in, outcomes and verdicts out. Pure functions, no I/O.
+
+Causality (DESIGN.md, "Verdicts"): every control shows the target in at least k of N
+repeats, the fix shows it in none, and the controls agree with each other. The rules
+this module applies, in order:
+- FAIL when the fix shows a target in any repeat: that is evidence, even from an
+  attempt whose log is incomplete (a finding that was printed was found).
+- INCONCLUSIVE when anything needed is missing or untrustworthy: a variant that did
+  not build, a repeat without attempts, an attempt that timed out or whose log is
+  incomplete, a control that shows the target in fewer than k repeats (the defect is
+  not demonstrated, so its removal cannot be), controls that disagree, or no target.
+- PASS otherwise. Absence of a finding counts only from conclusive attempts.
+Without an explicit target, the targets are what every control reproduces in k of N
+repeats: the signatures of each checker run and the failing cases of each plain run.
+A target that names its checker applies only where that tool actually watched the run,
+so `checker: memcheck` and `checker: asan` targets let one config serve both backends.
+`Attempt.repeat` counts from 0; a repeat is a hit when any of its attempts (any case,
+any device) shows the target.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from orchestrator.findings.signatures import fingerprint, matches, signature
+from orchestrator.model import (
+    Attempt,
+    Build,
+    Checker,
+    Experiment,
+    Finding,
+    Outcome,
+    Run,
+    Signature,
+    TargetPattern,
+    Verdict,
+)
+from orchestrator.model.record import Record
+
+
+def judged_findings(attempt: Attempt) -> tuple[Finding, ...]:
+    """The findings the verdict weighs: all but those a run's suppression file marked
+    (the gate lists those apart, with the suppression that matched them)."""
+    return tuple(f for f in attempt.findings if not f.suppressed)
+
+
+def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
+    """variant -> the first line of its build error, for the builds that failed (what
+    `causality` takes)."""
+    return {b.variant: (b.error.splitlines() or ["failed"])[0] for b in builds if not b.ok}
+
+
+# --- causality ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hits(Record):
+    variant: str
+    run: str
+    target: str
+    hits: int  # repeats in which the target appeared
+    repeats: int  # N
+    unknown: int  # repeats without a hit whose evidence is not conclusive
+
+
+@dataclass(frozen=True)
+class Judgement(Record):
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    hits: tuple[Hits, ...] = ()
+    targets: tuple[str, ...] = ()
+    unexpected: tuple[tuple[str, str], ...] = ()  # (run, signature) the fix shows beyond targets
+
+
+@dataclass(frozen=True)
+class _Target:
+    label: str
+    applies: Callable[[Run, Checker], bool]  # (run, the tool that actually watched it)
+    hit: Callable[[Attempt], bool]
+    covers: Callable[[Signature], bool]  # whether a finding's signature is this target
+
+
+def _pattern_label(p: TargetPattern) -> str:
+    fields = {k: v for k, v in p.to_dict().items() if v not in ("", None)}
+    return " ".join(f"{k}={v}" for k, v in fields.items())
+
+
+def _pattern_target(p: TargetPattern) -> _Target:
+    def hit(a: Attempt) -> bool:
+        if p.case and not fnmatch.fnmatchcase(a.case, p.case):
+            return False
+        if p.outcome is not None:
+            return a.conclusive and a.outcome is p.outcome
+        return any(matches(p, signature(f)) for f in judged_findings(a))
+
+    def applies(run: Run, tool: Checker) -> bool:
+        # a pattern naming its checker waits for that tool: with `checker: asan` and
+        # `checker: memcheck` targets, one config serves both backends
+        return p.applies_to(run) and (not p.checker or fnmatch.fnmatchcase(tool.value, p.checker))
+
+    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig))
+
+
+def _signature_target(run: str, fp: str, label: str) -> _Target:
+    return _Target(
+        f"{run}: {label}",
+        lambda r, _: r.name == run,
+        lambda a: any(fingerprint(signature(f)) == fp for f in judged_findings(a)),
+        lambda sig: fingerprint(sig) == fp,
+    )
+
+
+def _failure_target(run: str, case: str) -> _Target:
+    return _Target(
+        f"{run}: case {case} failed",
+        lambda r, _: r.name == run,
+        lambda a: a.conclusive and a.case == case and a.outcome is Outcome.FAILED,
+        lambda sig: False,
+    )
+
+
+class _Index:
+    """Attempts by variant, run and repeat, with each repeat's status for a target."""
+
+    def __init__(self, experiment: Experiment, attempts: Iterable[Attempt]) -> None:
+        self.experiment = experiment
+        self.cases = [c.name for c in experiment.cases]
+        self.by: dict[tuple[str, str, int], list[Attempt]] = defaultdict(list)
+        self.tools: dict[str, Checker] = {}
+        for a in attempts:
+            self.by[(a.variant, a.run, a.repeat)].append(a)
+            self.tools.setdefault(a.run, a.checker)
+
+    def tool(self, run: Run) -> Checker:
+        """The checker that watched a run (ASAN standing in for memcheck, say)."""
+        return self.tools.get(run.name, run.checker)
+
+    def repeats(self, variant: str, run: Run) -> list[tuple[list[Attempt], str]]:
+        """Per repeat: its attempts and why its evidence is incomplete ("" if it is not)."""
+        out = []
+        for r in range(self.experiment.repeats_for(run)):
+            attempts = self.by.get((variant, run.name, r), [])
+            missing = sorted(set(self.cases) - {a.case for a in attempts})
+            bad = [a for a in attempts if not a.conclusive]
+            why = (
+                f"no attempt of case {missing[0]}"
+                if missing
+                else f"case {bad[0].case}: {bad[0].inconclusive_reason}"
+                if bad
+                else ""
+            )
+            out.append((attempts, why))
+        return out
+
+    def count(self, variant: str, run: Run, target: _Target) -> tuple[Hits, str]:
+        hits = unknown = 0
+        why = ""
+        for attempts, reason in self.repeats(variant, run):
+            if any(target.hit(a) for a in attempts):
+                hits += 1
+            elif reason:
+                unknown += 1
+                why = why or reason
+        n = self.experiment.repeats_for(run)
+        return Hits(variant, run.name, target.label, hits, n, unknown), why
+
+
+def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) -> list[_Target]:
+    """What every control reproduces in k of N repeats, per run."""
+    targets = []
+    for run in index.experiment.runs:
+        k = k_of(run)
+        shared: set[tuple[str, str]] | None = None
+        for control in controls:
+            per_repeat = [
+                {
+                    (fingerprint(s), s.label())
+                    for a in attempts
+                    for s in map(signature, judged_findings(a))
+                }
+                if run.checker is not Checker.NONE
+                else {
+                    (a.case, f"case {a.case} {a.outcome.value}")
+                    for a in attempts
+                    if a.conclusive and a.outcome is Outcome.FAILED
+                }
+                for attempts, _ in index.repeats(control, run)
+            ]
+            tally: dict[tuple[str, str], int] = defaultdict(int)
+            for seen in per_repeat:
+                for item in seen:
+                    tally[item] += 1
+            reliable = {item for item, n in tally.items() if n >= k}
+            shared = reliable if shared is None else shared & reliable
+        for key, label in sorted(shared or ()):
+            targets.append(
+                _failure_target(run.name, key)
+                if run.checker is Checker.NONE
+                else _signature_target(run.name, key, label)
+            )
+    return targets
+
+
+def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
+    out: set[str] = set()
+    for attempts, _ in index.repeats(variant, run):
+        for a in attempts:
+            if run.checker is Checker.NONE:
+                if a.conclusive and a.outcome is Outcome.FAILED:
+                    out.add(f"case {a.case} failed")
+            else:
+                out.update(signature(f).label() for f in judged_findings(a))
+    return out
+
+
+def _k_of(experiment: Experiment) -> Callable[[Run], int]:
+    expect = experiment.expect
+
+    def k_of(run: Run) -> int:
+        n = experiment.repeats_for(run)
+        if expect is None or expect.min_hits is None:
+            return n
+        return min(expect.min_hits, n)
+
+    return k_of
+
+
+def _targets(index: _Index, k_of: Callable[[Run], int]) -> list[_Target]:
+    """The experiment's targets: as configured, else what every control reproduces."""
+    expect = index.experiment.expect
+    if expect is None:
+        return []
+    if expect.targets:
+        return [_pattern_target(p) for p in expect.targets]
+    return _derive(index, expect.controls, k_of)
+
+
+def _uncovered(index: _Index, targets: Sequence[_Target]) -> list[tuple[str, str, Signature, int]]:
+    out: dict[tuple[str, str, Signature], int] = defaultdict(int)
+    for (variant, run_name, _), attempts in sorted(index.by.items()):
+        run = index.experiment.run(run_name)
+        for a in attempts:
+            for f in judged_findings(a):
+                sig = signature(f)
+                if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
+                    out[(variant, run_name, sig)] += f.count
+    return [(v, r, sig, n) for (v, r, sig), n in out.items()]
+
+
+def uncovered(
+    experiment: Experiment, attempts: Iterable[Attempt]
+) -> tuple[tuple[str, str, Signature, int], ...]:
+    """(variant, run, signature, findings) of every finding, in any variant, that none of
+    the experiment's targets covers and no suppression marked: what a gate calls an
+    unexpected signature."""
+    index = _Index(experiment, attempts)
+    return tuple(_uncovered(index, _targets(index, _k_of(experiment))))
+
+
+def causality(
+    experiment: Experiment,
+    attempts: Iterable[Attempt],
+    failed_builds: Mapping[str, str] | None = None,
+) -> Judgement:
+    """The experiment's causality verdict; `failed_builds` maps variant -> error."""
+    expect = experiment.expect
+    if expect is None:
+        return Judgement(Verdict.INCONCLUSIVE, ("the experiment states no expectations",))
+    index = _Index(experiment, attempts)
+    failed_builds = failed_builds or {}
+    fails: list[str] = []
+    unsure = [
+        f"variant {v} did not build: {failed_builds[v]}"
+        for v in (*expect.controls, expect.fix)
+        if v in failed_builds
+    ]
+
+    k_of = _k_of(experiment)
+    targets = _targets(index, k_of)
+    if not expect.targets and not targets:
+        unsure.append(
+            f"the controls share no finding or failure reproduced in k of N "
+            f"repeats: nothing for {expect.fix} to remove"
+        )
+    all_hits: list[Hits] = []
+    judged = [(t, r) for t in targets for r in experiment.runs if t.applies(r, index.tool(r))]
+    if targets and not judged:
+        tools = ", ".join(sorted({index.tool(r).value for r in experiment.runs}))
+        unsure.append(f"no target applies to the runs as they ran (checkers: {tools})")
+    for target, run in judged:
+        for control in expect.controls:
+            hits, why = index.count(control, run, target)
+            all_hits.append(hits)
+            if hits.unknown:
+                unsure.append(f"control {control}, run {run.name}: {why}")
+            elif hits.hits < k_of(run):
+                unsure.append(
+                    f"control {control} shows [{target.label}] in {hits.hits} of "
+                    f"{hits.repeats} repeats of run {run.name}; needs "
+                    f"{k_of(run)}: the defect is not demonstrated"
+                )
+        hits, why = index.count(expect.fix, run, target)
+        all_hits.append(hits)
+        if hits.hits:
+            fails.append(
+                f"fix {expect.fix} still shows [{target.label}] in {hits.hits} of "
+                f"{hits.repeats} repeats of run {run.name}"
+            )
+        elif hits.unknown:
+            unsure.append(f"fix {expect.fix}, run {run.name}: {why}")
+    for run in experiment.runs:
+        sets = {c: _signature_sets(index, c, run) for c in expect.controls}
+        first = expect.controls[0]
+        for other in expect.controls[1:]:
+            diff = sorted(sets[first] ^ sets[other])
+            if diff:
+                unsure.append(
+                    f"controls {first} and {other} disagree in run {run.name}: "
+                    f"{diff[0]}" + (f" (+{len(diff) - 1} more)" if len(diff) > 1 else "")
+                )
+    unexpected = {
+        (run, sig.label()) for v, run, sig, _ in _uncovered(index, targets) if v == expect.fix
+    }
+    if fails:
+        verdict, reasons = Verdict.FAIL, fails + unsure
+    elif unsure:
+        verdict, reasons = Verdict.INCONCLUSIVE, unsure
+    else:
+        verdict = Verdict.PASS
+        reasons = [
+            f"{expect.fix} removes every target ({len({t.label for t, _ in judged})}) "
+            f"that the controls "
+            f"({', '.join(expect.controls)}) reproduce"
+        ]
+    return Judgement(
+        verdict,
+        tuple(dict.fromkeys(reasons)),
+        tuple(all_hits),
+        tuple(dict.fromkeys(t.label for t, _ in judged)),
+        tuple(sorted(unexpected)),
+    )
+
+
+# --- one variant against explicit targets (csorch bisect / probe) ----------------------
+
+
+def watches(pattern: TargetPattern, run: Run, tool: Checker) -> bool:
+    """Whether `pattern` counts in `run` when `tool` watches it (ASAN for memcheck, say)."""
+    return _pattern_target(pattern).applies(run, tool)
+
+
+def target_hits(
+    experiment: Experiment,
+    targets: Sequence[TargetPattern],
+    attempts: Iterable[Attempt],
+    variant: str,
+) -> tuple[tuple[Hits, str], ...]:
+    """Per target x run it applies to: how many repeats of `variant` show the target, and
+    why the repeats without a hit are unknown ("" when every one is conclusive)."""
+    index = _Index(experiment, attempts)
+    out = []
+    for pattern in targets:
+        target = _pattern_target(pattern)
+        for run in experiment.runs:
+            if target.applies(run, index.tool(run)):
+                out.append(index.count(variant, run, target))
+    return tuple(out)

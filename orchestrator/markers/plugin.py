@@ -1,0 +1,181 @@
+"""A pytest plugin that marks case boundaries in the checker's output.
+
+Loaded into each child pytest with ``-p orchestrator.markers.plugin`` (and ``-s``, so that
+checker output is not swallowed by pytest's capture). It writes one line to fd 2 before
+and after every test, and synchronizes the CUDA device at teardown so that errors of a
+case's kernels are reported before its end marker. Lines written by the checker between
+two markers belong to that case. `orchestrator.markers.reader` reads the markers back.
+
+Under ASan with csorch's report-fold shim preloaded (orchestrator/backends/asan/shim.py),
+it ends the shim's epoch at each case's start and end, so that the repeats the shim
+counted are written between the markers of the case that made them.
+
+It also serves csorch's executor, through the environment:
+- ``CSORCH_DONE_FILE``: node ids (one a line) already run by an earlier process of the
+  same attempt; they are deselected, so a fresh process continues after a crash.
+- ``CSORCH_PACKAGE_DIR`` and ``CSORCH_PACKAGES``: the build under test; if one of those
+  packages would be imported from anywhere else (a dev install shadowing it), the
+  session stops with an error instead of silently testing the wrong binary.
+After a CUDA error at teardown the session stops (the context is gone: every later case
+in this process would fail for no reason of its own); csorch reruns the rest elsewhere.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BEGIN = "[csorch-case-begin]"
+END = "[csorch-case-end]"
+OUTCOME = "[csorch-case-outcome]"
+CUDA_ERROR = "[csorch-cuda-error]"
+SESSION_END = "[csorch-session-end]"
+IMPORT_ERROR = "[csorch-import-error]"
+COLLECTED = "[csorch-collected]"
+DEVICE = "[csorch-device]"
+_device_named = False
+CLOCK = "[csorch-clock]"
+_fold_flush = None  # the fold shim's csorch_asan_fold_flush, where it is preloaded
+
+
+def _process_start() -> float | None:
+    """This process's start in epoch seconds (Linux /proc, 10 ms ticks), else None.
+    Measured back from now through the uptime clock: /proc/stat's btime is whole
+    seconds, which made the start up to a second early."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _clock(event: str) -> None:
+    # where an attempt's wall time goes (interpreter and checker start-up, collection,
+    # cases, teardown): the executor's launch start is the other end
+    _mark(CLOCK, event, f" {time.time():.3f}")
+
+
+def _flush_folds() -> None:
+    # the shim writes its counts to fd 2 itself, like the checker and these markers
+    if _fold_flush is not None:
+        _fold_flush()
+
+
+def pytest_configure(config):
+    global _fold_flush
+    try:
+        _fold_flush = ctypes.CDLL(None).csorch_asan_fold_flush
+    except (OSError, AttributeError):  # no shim in this process: nothing to flush
+        _fold_flush = None
+    start = _process_start()
+    if start is not None:
+        _mark(CLOCK, "process", f" {start:.3f}")
+    _clock("configure")
+
+
+def _mark(kind: str, nodeid: str, extra: str = "") -> None:
+    # os.write on the raw fd: unbuffered, so the order with the checker's writes holds.
+    os.write(2, f"\n{kind} {nodeid}{extra}\n".encode())
+
+
+def pytest_collection_modifyitems(session, config, items):
+    done_file = os.environ.get("CSORCH_DONE_FILE")
+    if not done_file:
+        return
+    done = set(Path(done_file).read_text().splitlines())
+    kept = [item for item in items if item.nodeid not in done]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
+        items[:] = kept
+
+
+def pytest_collection_finish(session):
+    # how many cases this process will run (after -k and the done file): when a crash
+    # ends it at its last one, the executor knows no fresh process is needed
+    _clock("collected")
+    _mark(COLLECTED, str(len(session.items)))
+    root = os.environ.get("CSORCH_PACKAGE_DIR")
+    if not root:
+        return
+    root_path = Path(root).resolve()
+    for name in filter(None, os.environ.get("CSORCH_PACKAGES", "").split(",")):
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None) if module else None
+        if origin is None:
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+        if origin is None or not Path(origin).resolve().is_relative_to(root_path):
+            message = f"{name} comes from {origin}, not from the build under test {root}"
+            _mark(IMPORT_ERROR, name, f" {message}")
+            pytest.exit(f"csorch: {message}", returncode=4)
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _clock("case-begin")
+    _flush_folds()  # repeats from before this case (collection, an earlier teardown)
+    _mark(BEGIN, nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    torch = sys.modules.get("torch")  # a test that never imported torch used no GPU
+    if torch is None:
+        return
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        _name_device(torch)
+        try:
+            # Load-bearing: flushes this case's kernel errors before its end marker.
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            _mark(CUDA_ERROR, item.nodeid, f" {str(e).splitlines()[0]}")
+            item.session.shouldstop = "csorch: the CUDA context is gone"
+
+
+def _name_device(torch) -> None:
+    """Once per process: the GPU this process really used, by UUID and PCI bus id, so that
+    a per-rank attempt proves it ran on the GPU its rank was given. A process whose first
+    case destroyed the context names none (reports: "not reported")."""
+    global _device_named
+    if _device_named:
+        return
+    try:
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+    except RuntimeError:  # a lost context: a later process of the attempt names it
+        return
+    _device_named = True
+    uuid = str(getattr(props, "uuid", "") or "")
+    if uuid and not uuid.startswith(("GPU-", "MIG-")):
+        uuid = "GPU-" + uuid
+    domain, bus, dev = (getattr(props, f"pci_{k}_id", 0) for k in ("domain", "bus", "device"))
+    pci = f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+    _mark(DEVICE, uuid or "unknown", f" pci={pci} index={index} name={props.name}")
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        _mark(OUTCOME, report.nodeid, f" {report.outcome}")
+    elif report.outcome == "skipped" and report.when == "setup":
+        _mark(OUTCOME, report.nodeid, " skipped")
+    elif report.outcome == "failed":  # pytest counts a failing fixture as an error
+        _mark(OUTCOME, report.nodeid, " error")
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _flush_folds()  # this case's repeats, before its end marker
+    _mark(END, nodeid)
+    _clock("case-end")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _clock("session-end")
+    _mark(SESSION_END, str(int(exitstatus)))

@@ -1,0 +1,172 @@
+"""What an experiment declares (config/ builds these): `Experiment`, `SourceSpec`, `Variant`,
+`BuildSpec`, `Run`, `Case`, `Suppression`, `Expectations`, `TargetPattern`, `SlurmSettings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.model.kinds import BuildKind, CaseKind, Checker, Env, Outcome, SourceKind
+from orchestrator.model.record import Record
+
+
+@dataclass(frozen=True)
+class SlurmSettings(Record):
+    partition: str = ""
+    account: str = ""
+    time: float | None = None  # seconds per task; None: the longest attempt timeout + margin
+    gres: str | None = None  # None: gpu:1 under compute-sanitizer, "" under asan
+    sbatch: tuple[str, ...] = ()
+    throttle: int = 0  # 0: as many at once as Slurm gives
+    poll: float = 10.0
+    max_array: int = 1000
+
+    def gres_for(self, backend: str) -> str:
+        """What each attempt asks for: one GPU per attempt where the checker needs one."""
+        if self.gres is not None:
+            return "" if self.gres == "none" else self.gres
+        return "gpu:1" if backend == "compute-sanitizer" else ""
+
+
+@dataclass(frozen=True)
+class SourceSpec(Record):
+    """Where a variant's source comes from: a directory, or a git repository at a ref."""
+
+    kind: SourceKind
+    location: str  # absolute directory (PATH, or a local GIT repository) or a git URL
+    ref: str = ""  # GIT only
+    subdir: str = ""  # GIT only: the subject's directory inside the repository
+
+
+@dataclass(frozen=True)
+class BuildSpec(Record):
+    kind: BuildKind
+    command: tuple[str, ...] = ()  # COMMAND: argv run in the materialized tree
+    description: str = ""  # JIT/WHEEL: the build description inside the tree ("" = default)
+    outputs: tuple[str, ...] = ()  # globs inside the tree whose sha256 the bundle records
+    env: Env = ()
+    flags: tuple[str, ...] = ()  # JIT/WHEEL: extra compile flags
+
+
+@dataclass(frozen=True)
+class Variant(Record):
+    name: str
+    build: BuildSpec
+    patches: tuple[Path, ...] = ()  # applied in order
+    source: SourceSpec | None = None  # None: the experiment's source
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Suppression(Record):
+    """One record of a compute-sanitizer suppression file (`suppressions.py` reads and
+    matches them). String values are regexes, as the tool treats them."""
+
+    source: str  # "path/supp.xml#2": the file and the record's number in it
+    kind: str  # the tool's <kind>: "Api", "Precise", ...
+    what: tuple[tuple[str, str], ...] = ()  # <what> children: ("api", "cuda.*"), ("size", "4")
+    frames: tuple[tuple[str, str, str], ...] = ()  # (function, file, module), innermost first
+    stack: str = ""  # "host" or "device": which of a finding's stacks `frames` is
+
+
+@dataclass(frozen=True)
+class Run(Record):
+    name: str
+    checker: Checker
+    options: tuple[str, ...] = ()  # extra compute-sanitizer options
+    env: Env = ()
+    repeats: int | None = None  # None: the experiment's
+    timeout: float | None = None  # seconds per attempt; None: the experiment's
+    description: str = ""
+    suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
+
+
+@dataclass(frozen=True)
+class Case(Record):
+    name: str
+    kind: CaseKind
+    pytest: tuple[str, ...] = ()  # absolute paths or node ids ("/abs/test_x.py::test_y")
+    marker: str = ""  # pytest -m expression
+    command: tuple[str, ...] = ()  # COMMAND: argv, run in the variant's tree
+    args: tuple[str, ...] = ()  # PYTEST: extra pytest arguments (`-k "not fused"`)
+    # PYTEST: extra arguments per backend ("asan", "compute-sanitizer"): how a subject's
+    # suite is told which device to use is the subject's business, not csorch's
+    backend_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def args_for(self, backend: str) -> tuple[str, ...]:
+        """The case's pytest arguments under `backend`."""
+        extra = next((a for b, a in self.backend_args if b == backend), ())
+        return (*self.args, *extra)
+
+
+@dataclass(frozen=True)
+class TargetPattern(Record):
+    """What the defect looks like. String fields are fnmatch globs; empty matches anything.
+
+    A signature pattern matches findings; an outcome pattern (`outcome` set) matches a
+    case whose test ended that way (a regression signal with no checker finding).
+    """
+
+    checker: str = ""
+    kind: str = ""
+    access: str = ""
+    space: str = ""
+    size: int | None = None
+    function: str = ""
+    frame: str = ""  # any of the signature's top frames
+    run: str = ""  # only attempts of this run count; "" = see `applies_to`
+    case: str = ""  # glob on case names
+    outcome: Outcome | None = None
+
+    def applies_to(self, run: Run) -> bool:
+        """By default signature patterns watch checker runs, outcome patterns plain runs."""
+        if self.run:
+            return run.name == self.run
+        return (run.checker is Checker.NONE) == (self.outcome is not None)
+
+
+@dataclass(frozen=True)
+class Expectations(Record):
+    controls: tuple[str, ...]
+    fix: str
+    min_hits: int | None = None  # k of N; None: every repeat (k = N)
+    targets: tuple[TargetPattern, ...] = ()  # empty: whatever every control reproduces
+
+
+@dataclass(frozen=True)
+class Experiment(Record):
+    name: str
+    source: SourceSpec
+    variants: tuple[Variant, ...]
+    runs: tuple[Run, ...]
+    cases: tuple[Case, ...]
+    repeats: int = 1
+    timeout: float = 900.0
+    expect: Expectations | None = None
+    description: str = ""
+    config: Path | None = None
+    executor: str = "local"  # where attempts run: "local" or "slurm" (flags override)
+    slurm: SlurmSettings = SlurmSettings()
+
+    def variant(self, name: str) -> Variant:
+        return next(v for v in self.variants if v.name == name)
+
+    def run(self, name: str) -> Run:
+        return next(r for r in self.runs if r.name == name)
+
+    def repeats_for(self, run: Run) -> int:
+        return run.repeats if run.repeats is not None else self.repeats
+
+    def timeout_for(self, run: Run) -> float:
+        return run.timeout if run.timeout is not None else self.timeout
+
+    def source_for(self, variant: Variant) -> SourceSpec:
+        return variant.source if variant.source is not None else self.source
+
+    def role(self, variant: str) -> str:
+        """ "control", "fix" or "" (a variant the expectations do not name)."""
+        if self.expect is None:
+            return ""
+        if variant == self.expect.fix:
+            return "fix"
+        return "control" if variant in self.expect.controls else ""

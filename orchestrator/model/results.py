@@ -1,0 +1,261 @@
+"""What the stages produce: `SourceTree`, `Build`, `Attempt`, with the parsed log
+(`ParseResult` of `Finding`s), `Signature`s, launches, node results and placements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.model.experiment import SourceSpec
+from orchestrator.model.kinds import BuildKind, Checker, Env, Outcome
+from orchestrator.model.record import Record
+
+
+@dataclass(frozen=True)
+class PatchRecord(Record):
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
+class SourceTree(Record):
+    variant: str
+    root: Path
+    digest: str  # sha256 over the materialized tree (after patches)
+    source: SourceSpec
+    commit: str = ""  # GIT: the resolved commit
+    patches: tuple[PatchRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class Artifact(Record):
+    path: str  # relative to the build directory or the install prefix
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Build(Record):
+    variant: str
+    kind: BuildKind
+    ok: bool
+    cache_key: str = ""
+    directory: Path | None = None  # the cache entry
+    artifacts: tuple[Artifact, ...] = ()  # paths relative to `directory`
+    cached: bool = False
+    duration: float = 0.0  # of the build that made the entry
+    cpu: float = 0.0  # user + system seconds of that build's processes
+    log: Path | None = None
+    error: str = ""  # the BuildError/PatchError message when not ok
+    sanitizer: str = ""  # "address": the binaries need the ASan runtime to load
+    import_path: Path | None = None  # JIT/WHEEL: goes first on the cases' PYTHONPATH
+    workdir: Path | None = None  # COMMAND: the built tree, where command cases run
+    source_digest: str = ""
+    steps: tuple[tuple[str, ...], ...] = ()  # the argv of each build step
+
+
+@dataclass(frozen=True)
+class Frame(Record):
+    """One stack frame as printed; the signature normalizes it, this keeps it verbatim."""
+
+    function: str = ""
+    file: str = ""
+    line: int | None = None
+    module: str = ""
+    offset: str = ""  # pc or +0x offset, for display only
+
+    @property
+    def is_python(self) -> bool:
+        return self.file.endswith(".py")
+
+
+@dataclass(frozen=True)
+class Stack(Record):
+    role: str  # "freed", "allocated", "thread-created", "second-access", ...
+    frames: tuple[Frame, ...]
+
+
+@dataclass(frozen=True)
+class Finding(Record):
+    """One report parsed from a checker log."""
+
+    checker: Checker
+    kind: str  # "invalid-access", "race", "leak", "api-error", "heap-use-after-free", ...
+    access: str = ""  # "read", "write", "atomic"; races: "write-read"
+    size: int | None = None
+    space: str = ""  # CUDA memory space: "global", "shared", "local"
+    code: str = ""  # API errors: "cudaErrorLaunchFailure"
+    frames: tuple[Frame, ...] = ()  # where it happened, innermost first
+    host_frames: tuple[Frame, ...] = ()  # CUDA: host backtrace at launch / API call
+    related: tuple[Stack, ...] = ()
+    thread: str = ""
+    block: str = ""
+    address: str = ""
+    detail: str = ""
+    hazards: int | None = None  # racecheck: "[508 hazards]"
+    severity: str = ""  # racecheck: "error", "warning", "info" (RACECHECK SUMMARY splits by it)
+    suppressed: str = ""  # the suppression that matched it ("" none): kept, shown as suppressed
+    pid: int | None = None
+    case: str = ""  # pytest node id from the case markers around it ("" outside any)
+    header: str = ""  # the record's first line, verbatim
+    # the log's records this finding stands for: 1, or, for the last example a parser
+    # kept of its signature in its case, 1 + the later ones it counted but did not keep
+    # (`fold`); every count csorch states or checks adds these up, never len(findings)
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class ParseResult(Record):
+    """A parsed log. A log is `complete` only when its end-of-run marker was seen.
+    `findings` are folded (`fold`): per case and signature the first few records whole,
+    the rest counted in `Finding.count`; `records` is how many the log printed."""
+
+    findings: tuple[Finding, ...] = ()
+    summary_count: int | None = None  # what the tool's own summary line(s) said
+    not_printed: int = 0  # findings counted by the summary but cut by --print-limit
+    complete: bool = False
+    tool_errors: tuple[str, ...] = ()  # the checker failed or was not live
+    app_error: bool = False  # "Target application returned an error"
+    app_crashed: bool = False  # "process didn't terminate successfully"
+    summary_lines: tuple[str, ...] = ()
+    unparsed: tuple[str, ...] = ()  # checker lines no matcher knew (first few)
+    summary_split: tuple[int, int] | None = None  # racecheck: the summary's (errors, warnings)
+    count_mismatch: str = ""  # how csorch's count differs from the tool's summary ("" agrees)
+
+    @property
+    def records(self) -> int:
+        """The checker's records in the log: every finding's `count` added up."""
+        return sum(f.count for f in self.findings)
+
+    @property
+    def conclusive(self) -> bool:
+        return not self.reason
+
+    @property
+    def reason(self) -> str:
+        """Why the log is inconclusive ("" when it is conclusive)."""
+        if self.tool_errors:
+            return "checker error: " + self.tool_errors[0]
+        if not self.complete:
+            return "log has no end-of-run summary (truncated, crashed or checker not live)"
+        if self.count_mismatch:
+            return "parse incomplete: " + self.count_mismatch
+        return ""
+
+
+@dataclass(frozen=True)
+class Signature(Record):
+    """A finding's identity: addresses, thread/block ids, pcs and line numbers removed."""
+
+    checker: str
+    kind: str
+    access: str = ""
+    space: str = ""
+    size: int | None = None
+    code: str = ""
+    function: str = ""  # kernel or function at the top of the stack
+    frames: tuple[str, ...] = ()  # top frames, normalized
+
+    def label(self) -> str:
+        parts = [self.checker, self.kind, self.space, self.access]
+        size = f"size {self.size}" if self.size is not None else ""
+        return " ".join(p for p in (*parts, self.code, size) if p) + (
+            f" in {self.function}" if self.function else ""
+        )
+
+
+@dataclass(frozen=True)
+class Launch(Record):
+    """One child process of an attempt; a case that destroys the CUDA context or kills
+    the process sends the cases after it to a fresh launch."""
+
+    argv: tuple[str, ...]
+    env: Env  # what csorch set on top of its own environment
+    cwd: str
+    log: Path
+    returncode: int | None = None
+    timed_out: bool = False
+    duration: float = 0.0
+    cpu: float = 0.0  # user + system seconds (what it cost; duration is what it took)
+    skipped: int = 0  # node ids deselected because an earlier launch ran them
+    ended: str = ""  # "" a normal end, else why the cases after it moved on
+    started: float = 0.0  # epoch seconds at the start (0: not recorded)
+
+
+@dataclass(frozen=True)
+class NodeResult(Record):
+    """One pytest node (or one command case) as its markers reported it."""
+
+    nodeid: str
+    outcome: Outcome
+    detail: str = ""  # "process died during this case", "CUDA error: ..."
+
+
+@dataclass(frozen=True)
+class Placement(Record):
+    """Where a cluster executor ran an attempt: the Slurm job and node of each try.
+    A try that Slurm killed (time limit, node failure, preemption) is retried once."""
+
+    executor: str  # "slurm"
+    job_id: str  # the array task that gave the result: "1234_7"
+    node: str
+    state: str  # Slurm's final word for it: COMPLETED, FAILED, TIMEOUT, ...
+    tries: tuple[str, ...] = ()  # every try, first to last: "1234_7 on gpu-a17: TIMEOUT"
+
+
+@dataclass(frozen=True)
+class Attempt(Record):
+    """One variant x run x case x device x repeat execution (`repeat` counts from 0)."""
+
+    variant: str
+    run: str
+    case: str
+    repeat: int
+    checker: Checker  # the tool that watched it (ASAN when it stood in for memcheck)
+    device: str = ""
+    argv: tuple[str, ...] = ()
+    env: Env = ()  # what csorch set on top of its own environment
+    returncode: int | None = None
+    timed_out: bool = False
+    duration: float = 0.0
+    outcome: Outcome = Outcome.ERROR
+    log: Path | None = None
+    checker_log: Path | None = None
+    parse: ParseResult | None = None
+    error: str = ""  # why it could not run (start failure, build failure)
+    nodes: tuple[NodeResult, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    gpu: str = ""  # the UUID of the GPU the child reported using ("" where none said)
+    placement: Placement | None = None  # None: run locally
+
+    @property
+    def inconclusive_reason(self) -> str:
+        """ "" when the attempt's evidence can be trusted, else why not."""
+        if self.error:
+            return self.error
+        if self.timed_out:
+            return "timed out"
+        if self.checker is Checker.NONE:
+            return ""
+        if (self.returncode or 0) < 0:  # the checked process (ASan with it) did not end itself
+            return f"killed by signal {-self.returncode}"
+        if self.parse is None:
+            return "no checker log was parsed"
+        return self.parse.reason
+
+    @property
+    def conclusive(self) -> bool:
+        return not self.inconclusive_reason
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.parse.findings if self.parse is not None else ()
+
+
+@dataclass(frozen=True)
+class ToolInfo(Record):
+    """A checker found on this host."""
+
+    name: str
+    path: str
+    version: str

@@ -1,0 +1,2 @@
+"""The `csorch run` pipeline: options, plan, sources, build, journal and resume, around the
+executors and the judge."""

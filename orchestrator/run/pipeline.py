@@ -1,0 +1,389 @@
+"""The `csorch run` pipeline: variants -> sources -> builds -> attempts -> judge -> bundle.
+
+Each variant is materialized and built by a worker; as soon as its build is ready, its
+attempts are queued on the same pool, so running one variant overlaps building the next
+(data still moves forward only: an attempt never asks for a build). `jobs` bounds the
+child processes at any moment. The builds start on the host's fast facts (host.py);
+torch's own answer is joined once they are under way, before the bundle is first
+written or any attempt runs, and a disagreement (HostMismatch) stops the run: its builds
+are stopped and the cache entries they made dropped (keyed by facts that did not hold).
+A variant that fails to materialize or build is recorded with its error and its
+attempts as not run; the others carry on. The bundle is rewritten after every build and
+attempt; Ctrl-C stops the children, leaves the bundle marked incomplete (only the
+journal, if torch's answer had not come yet), and re-raises. Nothing here prints:
+progress goes to `Events`.
+
+Progress is journaled (`journal.py`) as each build and attempt finishes; with
+`Options.resume` the run continues the one journaled in `out` (`resume.py` decides what
+of it is kept).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from orchestrator import cache, judge
+from orchestrator.backends import Asan, ComputeSanitizer, serves
+from orchestrator.bundle import Bundle, Snapshot
+from orchestrator.errors import BuildError, CsorchError, HostMismatch
+from orchestrator.executors import execute
+from orchestrator.executors.base import Executor
+from orchestrator.files import file_digest
+from orchestrator.host import Facts
+from orchestrator.judge import tallies
+from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
+from orchestrator.model.job import Job, slot
+from orchestrator.run import build, resume
+from orchestrator.run.journal import Journal
+from orchestrator.run.options import Options
+from orchestrator.run.plan import plan
+from orchestrator.run.sources import Workspace
+
+
+class Events:
+    """Progress callbacks (called from worker threads); the CLI draws them."""
+
+    def planned(self, variants: list[str], jobs: int) -> None: ...
+    def resumed(self, kept: int, dropped: int) -> None: ...
+    def build_started(self, variant: str) -> None: ...
+    def build_finished(self, build: Build) -> None: ...
+    def attempt_started(self, job: Job) -> None: ...
+    def attempt_finished(self, attempt: Attempt) -> None: ...
+    def attempt_placed(self, job: Job, phase: str, node: str) -> None:
+        """A cluster executor's job moved to `phase` (queued, running, done) on `node`."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    experiment: Experiment
+    bundle: Path
+    backend: str
+    sources: tuple[SourceTree, ...]
+    builds: tuple[Build, ...]
+    attempts: tuple[Attempt, ...]
+    cases: tuple[tallies.CaseResult, ...]
+    judgement: judge.Judgement
+    not_run: tuple[str, ...]
+
+
+def with_repeats(experiment: Experiment, repeats: int | None) -> Experiment:
+    """The experiment with every run repeated `repeats` times (None: as configured)."""
+    if repeats is None:
+        return experiment
+    runs = tuple(dataclasses.replace(r, repeats=None) for r in experiment.runs)
+    return dataclasses.replace(experiment, repeats=repeats, runs=runs)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _Run:
+    """The state of one run, shared by the workers and the driving thread."""
+
+    def __init__(
+        self, experiment: Experiment, options: Options, facts: Facts, events: Events
+    ) -> None:
+        self.experiment, self.options, self.events = experiment, options, events
+        self.facts, self.settled = facts, False
+        host = facts.fast  # what torch's answer cannot change (its torch fields aside)
+        self.cancel = threading.Event()
+        self.lock = threading.Lock()
+        # a cluster executor's variants each wait on the queue in a thread of their own
+        self.waiters = cf.ThreadPoolExecutor(max_workers=max(1, len(experiment.variants)))
+        unserved = {r.name: serves(options.backend, r.checker) for r in experiment.runs}
+        self.jobs = plan(
+            experiment,
+            devices=options.devices,
+            fanout=options.fanout,
+            runs=[name for name, why in unserved.items() if not why],
+        )
+        self.order = {slot(j): i for i, j in enumerate(self.jobs)}
+        self.variants = [v.name for v in experiment.variants]
+        asan = options.backend == "asan"
+        checker = (
+            Asan(host.asan_runtime or None)
+            if asan
+            else ComputeSanitizer(host.compute_sanitizer_path or None)
+        )
+        # the report-fold shim (backends/asan_fold.py), built once per content in the cache
+        fold = (
+            checker.build_fold(Path(options.cache) / "asan-fold")
+            if isinstance(checker, Asan)
+            else None
+        )
+        self.bundle = Bundle(options.out)
+        self.journal: Journal | None = None
+        self.kept: dict[tuple, Attempt] = {}  # journaled attempts whose logs are intact
+        self.before: dict[str, tuple[Build, SourceTree | None]] = {}  # journaled builds
+        self.snap = Snapshot(
+            experiment=experiment,
+            backend={
+                "name": options.backend,
+                "reason": options.reason,
+                "version": host.compute_sanitizer if not asan else host.cc,
+                "path": host.compute_sanitizer_path if not asan else host.asan_runtime,
+                **(
+                    {"fold_shim": str(fold), "fold_shim_sha256": file_digest(fold)}
+                    if fold
+                    else {}
+                ),
+            },
+            host=host,  # torch's answer replaces it before the first write (settle)
+            options={
+                "repeat": options.repeat,
+                "devices": list(options.devices),
+                "fanout": options.fanout.value,
+                "jobs": options.jobs,
+                "cache": str(Path(options.cache).resolve()),
+                "executor": options.executor.describe() if options.executor else "local",
+            },
+            started=_now(),
+            not_run=[f"run {name}: {why}" for name, why in unserved.items() if why],
+        )
+        options.work.mkdir(parents=True, exist_ok=True)
+        self.workspace = Workspace(Path(tempfile.mkdtemp(prefix="run-", dir=options.work)))
+        self.cache = cache.Cache(options.cache)
+        runtime = Path(host.asan_runtime) if host.asan_runtime else None
+        self.build_ctx = build.Context(
+            cache=self.cache,
+            logs=self.bundle.root / "logs" / "build",
+            python=options.python,
+            toolchain=host.toolchain(),
+            sanitizer="address" if asan else "",
+            flags=checker.build_flags(),
+            asan_runtime=runtime,
+            cancel=self.cancel,
+        )
+        self.exec_ctx = execute.Context(
+            experiment=experiment,
+            backend=options.backend,
+            checker=checker,
+            python=options.python,
+            root=self.bundle.root,
+            scratch=self.workspace.root / "cwd",
+            asan_runtime=runtime,
+            asan_fold=fold,
+            cancel=self.cancel,
+        )
+
+    def settle(self) -> None:
+        """Join torch's answer (`Facts.full`; HostMismatch where it contradicts the fast
+        facts the builds were keyed by) and write the bundle's first version with it."""
+        host = self.facts.full()
+        self.snap.host = host
+        # CUDA's UUIDs by index: not the child's under csorch's own CUDA_VISIBLE_DEVICES
+        uuids = () if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids
+        self.exec_ctx = dataclasses.replace(self.exec_ctx, gpu_uuids=uuids)
+        self.settled = True
+        self.bundle.write(self.snap)
+
+    def discard(self, builds: list[cf.Future]) -> None:
+        """After a HostMismatch: stop the builds and drop the cache entries they made."""
+        self.cancel.set()
+        made = []
+        for future in builds:
+            if not future.cancel() and future.exception() is None:
+                _, built = future.result()
+                made += [built.cache_key] if built.ok and not built.cached else []
+        self.cache.release()  # this run's own pins would keep them
+        for key in made:
+            self.cache.drop(key)
+
+    def begin(self) -> None:
+        """Open the journal: a new one, or (resume) the old one, checked to be this run's,
+        with the attempts it holds re-verified and every file they do not account for
+        removed from logs/."""
+        root = self.bundle.root
+        ident = resume.identity(self.experiment, self.options)
+        if not self.options.resume:
+            self.journal = Journal.create(
+                root, ident, resume.settings(self.experiment, self.options), self.snap.command,
+                self.snap.started,
+            )
+            return
+        journal = resume.reopen(root, ident, self.snap.command)
+        self.snap.started, self.snap.command = journal.started, journal.command
+        self.kept = resume.keep(root, journal, self.jobs)
+        self.before = journal.builds
+        self.journal = journal
+        untrusted = len(journal.attempts) - len(self.kept) + journal.dropped
+        self.events.resumed(len(self.kept), untrusted)
+
+    def prepare(self, variant: Variant) -> tuple[SourceTree | None, Build]:
+        """Materialize and build one variant; its own failures become a record."""
+        self.events.build_started(variant.name)
+        log = Path("logs") / "build" / f"{variant.name}.log"
+        tree = None
+        try:
+            tree = self.workspace.materialize(variant, self.experiment.source_for(variant))
+            done = build.build(variant, tree, self.build_ctx)
+        except BuildError as exc:
+            detail = f"{exc.message}\n{exc.log_tail}" if exc.log_tail else exc.message
+            done = Build(
+                variant.name,
+                variant.build.kind,
+                ok=False,
+                error=detail,
+                source_digest=tree.digest if tree else "",
+            )
+        except CsorchError as exc:  # a patch that does not apply, a missing source
+            done = Build(variant.name, variant.build.kind, ok=False, error=str(exc))
+        has_log = (self.bundle.root / log).exists()
+        return tree, dataclasses.replace(done, log=log if has_log else None)
+
+    def attempt(self, job: Job, built: Build) -> Attempt:
+        self.events.attempt_started(job)
+        self.forget(job)
+        return execute.execute(job, built, self.exec_ctx)
+
+    def forget(self, job: Job) -> None:
+        """On resume, drop what an earlier session left of a job that is not kept."""
+        if self.options.resume:
+            resume.forget(self.bundle.root, job)
+
+    def record(self, **items: object) -> None:
+        with self.lock:
+            for name, item in items.items():
+                getattr(self.snap, name).append(item)
+            self.snap.attempts.sort(key=lambda a: self.order.get(slot(a), -1))
+            # config order, not completion order: bundles of two runs compare line by line
+            self.snap.builds.sort(key=lambda b: self.variants.index(b.variant))
+            self.snap.sources.sort(key=lambda s: self.variants.index(s.variant))
+            self.bundle.write(self.snap)
+
+    def drive(self, pool: cf.ThreadPoolExecutor) -> None:
+        pending: dict[cf.Future, object] = {
+            pool.submit(self.prepare, v): v for v in self.experiment.variants
+        }
+        try:  # the builds are under way: torch's answer now, before any record or attempt
+            self.settle()
+        except HostMismatch:
+            self.discard(list(pending))
+            raise
+        while pending:
+            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for future in finished:
+                what = pending.pop(future)
+                if isinstance(what, Variant):
+                    tree, built = future.result()
+                    reuse = resume.reusable(self.before, what.name, built, tree)
+                    self.events.build_finished(built)
+                    assert self.journal is not None
+                    self.journal.record_build(built, tree)
+                    self.record(builds=built, **({"sources": tree} if tree else {}))
+                    if built.ok and self.options.executor is not None:
+                        jobs = []
+                        for job in (j for j in self.jobs if j.variant == what.name):
+                            if reuse and slot(job) in self.kept:
+                                self.finish_attempt(self.kept[slot(job)], journaled=True)
+                            else:
+                                jobs.append(job)
+                        if jobs:  # its own thread: waiting on the queue holds no build slot
+                            batch = self.waiters.submit(
+                                self.batch, self.options.executor, jobs, built
+                            )
+                            pending[batch] = _Batch(what.name)
+                        continue
+                    for job in (j for j in self.jobs if j.variant == what.name):
+                        if reuse and slot(job) in self.kept:
+                            self.finish_attempt(self.kept[slot(job)], journaled=True)
+                        elif built.ok:
+                            pending[pool.submit(self.attempt, job, built)] = job
+                        else:
+                            self.forget(job)
+                            run = self.experiment.run(job.run)
+                            self.finish_attempt(
+                                execute.not_run(
+                                    job,
+                                    run,
+                                    self.options.backend,
+                                    f"variant {what.name} did not build",
+                                )
+                            )
+                elif isinstance(what, _Batch):
+                    future.result()  # its attempts were recorded as they finished
+                else:
+                    self.finish_attempt(future.result())
+
+    def batch(self, executor: Executor, jobs: list[Job], built: Build) -> None:
+        """A variant's attempts through a cluster executor (one worker thread waits)."""
+
+        def placed(job: Job, phase: str, node: str) -> None:
+            self.events.attempt_placed(job, phase, node)
+            if phase == "running":
+                self.events.attempt_started(job)
+
+        executor.run(jobs, built, self.exec_ctx, placed, self.finish_attempt)
+
+    def finish_attempt(self, attempt: Attempt, *, journaled: bool = False) -> None:
+        if not journaled:
+            assert self.journal is not None
+            stem = next(j.stem() for j in self.jobs if slot(j) == slot(attempt))
+            self.journal.record(attempt, self.bundle.root, stem)
+        self.events.attempt_finished(attempt)
+        self.record(attempts=attempt)
+
+    def conclude(self, *, complete: bool) -> judge.Judgement:
+        failed = judge.failed_builds(self.snap.builds)
+        judgement = judge.causality(self.experiment, self.snap.attempts, failed)
+        with self.lock:
+            self.snap.cases = list(tallies.case_results(self.snap.attempts))
+            self.snap.judgement = judgement
+            self.snap.complete, self.snap.interrupted = complete, not complete
+            self.snap.finished = _now()
+            self.bundle.write(self.snap)
+        return judgement
+
+
+@dataclass(frozen=True)
+class _Batch:
+    variant: str
+
+
+def run_experiment(
+    experiment: Experiment, options: Options, facts: Facts, events: Events | None = None
+) -> RunResult:
+    """Run one experiment end to end; the bundle is in `options.out`. HostMismatch when
+    torch's answer contradicts the fast facts (no attempt ran, no bundle written)."""
+    experiment = with_repeats(experiment, options.repeat)
+    state = _Run(experiment, options, facts, events or Events())
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, options.jobs))
+    try:
+        state.begin()
+        state.events.planned([v.name for v in experiment.variants], len(state.jobs))
+        drove = False
+        try:
+            state.drive(pool)
+            drove = True
+        finally:
+            # Ctrl-C (or a bug) mid-run: the workers kill their children and stop, and
+            # the bundle says it is incomplete; after a normal end nothing is left to stop
+            state.cancel.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            state.waiters.shutdown(wait=True)  # after scancel: nothing left queued
+            if not drove and state.settled:  # unsettled: the journal alone, to resume
+                state.conclude(complete=False)
+        state.cache.evict(keep=[b.cache_key for b in state.snap.builds if b.ok])
+        judgement = state.conclude(complete=True)
+    finally:
+        state.cache.release()
+        state.workspace.close(keep=options.keep_work)
+    snap = state.snap
+    return RunResult(
+        experiment,
+        state.bundle.root,
+        options.backend,
+        tuple(snap.sources),
+        tuple(snap.builds),
+        tuple(snap.attempts),
+        tuple(snap.cases),
+        judgement,
+        tuple(snap.not_run),
+    )

@@ -1,0 +1,261 @@
+"""Sources: each variant's tree, materialized in a scratch directory, patches applied.
+
+A path source is copied with fresh modification times (`shutil.copy`, not `copy2`): a
+file that a patch changed back must look newer than any object built from it, or an
+incremental build keeps the old object. A git source is checked out with
+`git worktree add --detach` at the resolved commit (a URL is cloned once per
+workspace first), and the variant's tree is its `subdir`. The user's tree is only ever
+read; the worktrees are removed again when the workspace closes.
+
+Patches are applied with `git apply` (all or nothing per patch). A patch that does not
+apply raises `PatchError` naming the patch, the file and the hunk. The tree digest is a
+sha256 over the sorted relative paths, the executable bit and the contents, excluding
+build outputs (`EXCLUDE_*`), so that the same source gives the same digest wherever it
+was materialized; the build cache keys on it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+import stat
+import threading
+from pathlib import Path
+
+from orchestrator import proc
+from orchestrator.errors import PatchError, ProcessStartError, SourceError
+from orchestrator.files import file_digest
+from orchestrator.model import PatchRecord, SourceKind, SourceSpec, SourceTree, Variant
+
+#: names skipped at any depth: VCS data, caches and compiled objects
+EXCLUDE_ANYWHERE = (
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+    "*.pyc",
+    "*.o",
+    "*.so",
+    "*.a",
+    "*.whl",
+)
+#: names skipped at the top of the tree only: where builds put their outputs
+EXCLUDE_TOP = ("build", "dist", "*.egg-info")
+
+# error: patch failed: csrc/torch/quantize_nvfp4.cpp:93
+PATCH_FAILED_RE = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
+# error: csrc/x.cpp: No such file or directory   (also: already exists in working directory)
+FILE_PROBLEM_RE = re.compile(
+    r"^error: (?P<file>.+?): (?P<problem>No such file or directory|does not exist in index"
+    r"|already exists in working directory)$"
+)
+# error: corrupt patch at line 7     /    error: No valid patches in input ...
+OTHER_ERROR_RE = re.compile(r"^error: (?P<problem>corrupt patch at line \d+|No valid patches.*)$")
+# @@ -93,10 +93,9 @@ optional context
+HUNK_RE = re.compile(r"^@@ -(?P<old>\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+# --- a/csrc/torch/quantize_nvfp4.cpp     (the old side names the file a hunk belongs to)
+OLD_FILE_RE = re.compile(r"^--- (?:a/)?(?P<file>\S+)")
+
+
+def _excluded(name: str, top: bool) -> bool:
+    patterns = EXCLUDE_ANYWHERE + (EXCLUDE_TOP if top else ())
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _walk(root: Path):
+    """Relative paths of the files under `root` that belong to the source."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        top = Path(dirpath) == root
+        dirnames[:] = sorted(d for d in dirnames if not _excluded(d, top))
+        for name in sorted(filenames):
+            if not _excluded(name, top):
+                yield (Path(dirpath) / name).relative_to(root)
+
+
+def listing(root: Path) -> dict[str, str]:
+    """relative path -> "mode:sha256" (a symlink hashes its target's name)."""
+    out = {}
+    for rel in _walk(root):
+        path = root / rel
+        if path.is_symlink():
+            out[rel.as_posix()] = "l:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
+        else:
+            mode = "x" if path.stat().st_mode & stat.S_IXUSR else "-"
+            out[rel.as_posix()] = f"{mode}:{file_digest(path)}"
+    return out
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over the sorted relative paths, modes and contents of a tree."""
+    h = hashlib.sha256()
+    for rel, entry in sorted(listing(root).items()):
+        h.update(f"{rel}\0{entry}\n".encode())
+    return h.hexdigest()
+
+
+def check_links(tree: Path, source: str) -> None:
+    """SourceError for a symlink in `tree` whose target lies outside it: the build (or a
+    patch) would write through it into the user's files, outside the scratch copy."""
+    root = tree.resolve()
+    for dirpath, dirnames, filenames in os.walk(tree):
+        for name in (*dirnames, *filenames):
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                continue
+            target = Path(dirpath, os.readlink(path))
+            try:
+                resolved = target.resolve()
+            except (OSError, RuntimeError):  # a loop of links
+                resolved = target
+            if not resolved.is_relative_to(root):
+                rel = path.relative_to(tree).as_posix()
+                raise SourceError(
+                    source,
+                    f"the symlink {rel} points outside the source tree (to {os.readlink(path)}): "
+                    "a build or patch could write through it into files csorch must not touch",
+                    hint="replace the link with the files it points to, or remove it",
+                )
+
+
+def _copy(src: Path, dest: Path) -> None:
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        top = Path(directory) == src
+        return [n for n in names if _excluded(n, top)]
+
+    # shutil.copy gives fresh mtimes: see the module docstring
+    shutil.copytree(src, dest, symlinks=True, ignore=ignore, copy_function=shutil.copy)
+
+
+def _hunk(patch: Path, file: str, line: int) -> str:
+    """`#k (@@ ... @@)` for the hunk of `file` that starts at old line `line`."""
+    current, k = "", 0
+    for text in patch.read_text(errors="replace").splitlines():
+        if m := OLD_FILE_RE.match(text):
+            current, k = m["file"], 0
+        elif (m := HUNK_RE.match(text)) and current == file:
+            k += 1
+            if int(m["old"]) == line:
+                return f"#{k} ({text.split(' @@')[0]} @@)"
+    return f"at line {line}"
+
+
+def apply_patch(tree: Path, patch: Path) -> None:
+    """`git apply` one patch inside `tree`; PatchError names the file and hunk."""
+    # The ceiling keeps git from finding an enclosing repository (the scratch directory
+    # may sit inside the user's checkout): inside one, git apply silently skips paths
+    # outside the current directory.
+    env = {"GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    argv = ["git", "apply", "--verbose", "--whitespace=nowarn", str(patch)]
+    try:
+        out = proc.capture(argv, cwd=tree, env=env, timeout=120)
+    except ProcessStartError as exc:
+        raise PatchError(patch, detail=f"cannot run git: {exc.reason}") from None
+    if out.returncode == 0:
+        return
+    lines = [line.strip() for line in out.output.splitlines()]
+    for line in lines:
+        if m := PATCH_FAILED_RE.match(line):
+            hunk = _hunk(patch, m["file"], int(m["line"]))
+            raise PatchError(patch, m["file"], hunk, "the hunk's context is not in the file")
+    for line in lines:
+        if m := FILE_PROBLEM_RE.match(line):
+            raise PatchError(patch, m["file"], detail=m["problem"].lower())
+        if m := OTHER_ERROR_RE.match(line):
+            raise PatchError(patch, detail=m["problem"])
+    tail = "; ".join(line for line in lines if line.startswith("error:"))[-400:]
+    raise PatchError(patch, detail=tail or f"git apply exited {out.returncode}")
+
+
+def _git(argv: list[str], source: str, what: str, timeout: float = 600) -> str:
+    try:
+        out = proc.capture(["git", *argv], timeout=timeout)
+    except ProcessStartError as exc:
+        raise SourceError(source, f"cannot run git: {exc.reason}") from None
+    if out.returncode != 0 or out.timed_out:
+        detail = out.output.strip().splitlines()[-1:] or [f"exit {out.returncode}"]
+        raise SourceError(source, f"{what}: {detail[0]}")
+    return out.output.strip()
+
+
+class Workspace:
+    """Scratch trees of one csorch run, under `root`; `close()` removes them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()  # the build runs in the tree: no relative paths
+        self._lock = threading.Lock()  # git worktree add is not safe in parallel
+        self._worktrees: list[tuple[str, Path]] = []
+        self._clones: dict[str, Path] = {}
+
+    def _repository(self, spec: SourceSpec) -> str:
+        if Path(spec.location).is_dir():
+            return spec.location
+        with self._lock:
+            if spec.location not in self._clones:
+                key = hashlib.sha256(spec.location.encode()).hexdigest()[:16]
+                dest = self.root / "_repos" / key
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                _git(
+                    ["clone", "--quiet", "--no-checkout", spec.location, str(dest)],
+                    spec.location,
+                    "clone failed",
+                    timeout=3600,
+                )
+                self._clones[spec.location] = dest
+            return str(self._clones[spec.location])
+
+    def _checkout(self, spec: SourceSpec, dest: Path) -> tuple[Path, str]:
+        repo = self._repository(spec)
+        commit = _git(
+            ["-C", repo, "rev-parse", "--verify", "--quiet", f"{spec.ref}^{{commit}}"],
+            spec.location,
+            f"unknown ref {spec.ref!r}",
+        )
+        with self._lock:
+            _git(
+                ["-C", repo, "worktree", "add", "--detach", "--force", str(dest), commit],
+                spec.location,
+                "git worktree add failed",
+            )
+            self._worktrees.append((repo, dest))
+        tree = dest / spec.subdir if spec.subdir else dest
+        if not tree.is_dir():
+            raise SourceError(spec.location, f"no directory {spec.subdir!r} at {spec.ref}")
+        return tree, commit
+
+    def materialize(self, variant: Variant, spec: SourceSpec) -> SourceTree:
+        """A fresh tree for `variant` with its patches applied, and its digests."""
+        dest = self.root / variant.name
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        commit = ""
+        if spec.kind is SourceKind.PATH:
+            if not Path(spec.location).is_dir():
+                raise SourceError(spec.location, "no such directory")
+            tree = dest / "tree"
+            _copy(Path(spec.location), tree)
+        else:
+            tree, commit = self._checkout(spec, dest / "checkout")
+        check_links(tree, spec.location)
+        patches = []
+        for patch in variant.patches:
+            if not patch.is_file():
+                raise PatchError(patch, detail="no such file")
+            patches.append(PatchRecord(patch, file_digest(patch)))
+            apply_patch(tree, patch)
+        return SourceTree(variant.name, tree, tree_digest(tree), spec, commit, tuple(patches))
+
+    def close(self, *, keep: bool = False) -> None:
+        """Remove the worktrees (from their repositories too) and, unless `keep`, the
+        scratch directory."""
+        for repo, dest in self._worktrees:
+            # best effort: a worktree that is already gone is what we want
+            proc.capture(["git", "-C", repo, "worktree", "remove", "--force", str(dest)])
+            proc.capture(["git", "-C", repo, "worktree", "prune"])
+        self._worktrees.clear()
+        if not keep and self.root.exists():
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,110 @@
+"""cli.report: `csorch report BUNDLE --format ...` on real bundles; usage errors exit 2."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from orchestrator import bundle
+from orchestrator.cli import ExitCode, app
+from unit.report.test_markdown import edited
+
+runner = CliRunner()
+
+
+def report(*args: str):
+    return runner.invoke(app, ["report", *args])
+
+
+def test_each_format_renders_the_bundle(cprog_bundles) -> None:
+    path = str(cprog_bundles["fail"])
+    stored = (cprog_bundles["fail"] / bundle.RESULTS).read_text()
+    outputs = {}
+    for fmt in ("table", "markdown", "junit", "sarif", "json"):
+        result = report(path, "--format", fmt)
+        assert result.exit_code == ExitCode.PASS, (fmt, result.output)
+        outputs[fmt] = result.stdout
+    assert "verdict: FAIL" in outputs["table"]
+    assert "**Verdict: FAIL" in outputs["markdown"] and "| **sum** |" in outputs["markdown"]
+    assert ET.fromstring(outputs["junit"]).find("testsuite").get("tests") == "4"
+    assert json.loads(outputs["sarif"])["version"] == "2.1.0"
+    assert outputs["json"] == stored + "\n"  # the file as stored
+
+
+def test_output_goes_to_a_file(cprog_bundles, tmp_path: Path) -> None:
+    for fmt in ("markdown", "table"):
+        dest = tmp_path / f"report.{fmt}"
+        result = report(str(cprog_bundles["inconclusive"]), "-f", fmt, "--output", str(dest))
+        assert result.exit_code == ExitCode.PASS and result.stdout == ""
+        assert "INCONCLUSIVE" in dest.read_text()
+    unwritable = report(
+        str(cprog_bundles["pass"]), "-f", "junit", "-o", str(tmp_path / "no" / "x.xml")
+    )
+    assert unwritable.exit_code == ExitCode.USAGE and "--output" in unwritable.output
+
+
+def test_the_table_of_an_interrupted_bundle(cprog_bundles, tmp_path: Path) -> None:
+    def interrupt(results: dict[str, Any]) -> None:
+        results.update(complete=False, interrupted=True, verdict=None, judgement=None)
+
+    path = edited(cprog_bundles["pass"], tmp_path, interrupt)
+    result = report(str(path))
+    assert result.exit_code == ExitCode.PASS
+    assert "verdict: not judged" in result.stdout and "incomplete (interrupted)" in result.stdout
+
+
+def test_usage_errors(cprog_bundles, tmp_path: Path) -> None:
+    missing = report(str(tmp_path / "nowhere"), "-f", "markdown")
+    assert missing.exit_code == ExitCode.USAGE and "no results.json" in missing.output
+    unknown = report(str(cprog_bundles["pass"]), "--format", "html")
+    assert unknown.exit_code == ExitCode.USAGE
+    assert "unknown format 'html'" in unknown.output and "markdown" in unknown.output
+
+    other = edited(cprog_bundles["pass"], tmp_path / "a", lambda r: r.update(schema="x/9"))
+    wrong = report(str(other), "-f", "sarif")
+    assert wrong.exit_code == ExitCode.USAGE and "expected csorch.results/1" in wrong.output
+
+    def damage(results: dict[str, Any]) -> None:
+        results["attempts"][0]["colour"] = "red"
+
+    broken = report(str(edited(cprog_bundles["pass"], tmp_path / "b", damage)), "-f", "junit")
+    assert broken.exit_code == ExitCode.USAGE and "cannot be read back" in broken.output
+
+
+def test_allowed_findings_show_as_allowed_in_every_format(cprog_bundles, tmp_path: Path) -> None:
+    path = str(cprog_bundles["pass"])
+    policy = tmp_path / "gate.yaml"
+    e2e = Path(__file__).resolve().parents[2] / "fixtures" / "e2e"
+    policy.write_text(
+        f"name: g\nexperiments: [{e2e / 'c-oob.yaml'}]\npolicy:\n  allow:\n"
+        "    - {kind: heap-buffer-overflow, reason: 'the control plants it', expires: 2999-01-01}\n"
+    )
+    outputs = {}
+    for fmt in ("table", "markdown", "junit", "sarif"):
+        result = report(path, "--format", fmt, "--policy", str(policy))
+        assert result.exit_code == ExitCode.PASS, (fmt, result.output)
+        outputs[fmt] = result.stdout
+        plain = report(path, "--format", fmt).stdout
+        assert "the control plants it" not in plain  # only the policy marks them
+    why = "allowed: the control plants it (gate.yaml:5)"
+    assert why in " ".join(outputs["table"].split())
+    assert "(tolerated)" in outputs["markdown"] and why in outputs["markdown"]
+    assert f"tolerated: {why}" in outputs["junit"]
+    results = json.loads(outputs["sarif"])["runs"][0]["results"]
+    assert results and all(
+        r["suppressions"] == [{"kind": "external", "status": "accepted", "justification": why}]
+        for r in results
+    )
+    expired = policy.read_text().replace("2999-01-01", "2020-01-01")
+    policy.write_text(expired)
+    assert why not in report(path, "--format", "junit", "--policy", str(policy)).stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        f"name: g\nexperiments: [{e2e / 'c-oob.yaml'}]\npolicy: {{allow: [{{kind: x}}]}}\n"
+    )
+    broken = report(path, "--policy", str(bad))
+    assert broken.exit_code == ExitCode.USAGE and "needs a reason" in broken.output
