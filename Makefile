@@ -12,11 +12,12 @@ EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
 .PHONY: help setup slurm-deps validate test fuzz bench bench-qext bench-orchestrator \
-	bench-parser bench-flood lint clean
+	bench-parser bench-flood lint clean test-fast
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
+	@echo "make test-fast  the pure-logic tests only: no build, no child process (under a minute)"
 	@echo "make fuzz       long fuzzing of the log parsers and config loaders (about 45 minutes on 2 cores)"
 	@echo "make bench      qext kernels, then csorch's overhead, baseline and warm-rerun ratios"
 	@echo "make bench-qext / bench-orchestrator / bench-parser   one of the three"
@@ -58,6 +59,11 @@ slurm-deps:
 # the slowest tests are listed at the end: CI has a 20-minute budget to keep
 test: setup slurm-deps
 	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+
+# the pure-logic tier: tests/unit without the `process` mark (tests/unit/conftest.py fails
+# any unmarked test that starts a child, so the tier stays pure)
+test-fast: setup
+	$(PY) -m pytest tests/unit -m "not process" -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # the parsers and config loaders under hypothesis's long profile (>= 100,000 inputs per
 # parser, fresh random each time; CI runs the quick profile inside `make test`), then

@@ -41,6 +41,7 @@ def test_publish_is_a_rename_and_lookup_sees_only_finished_entries(tmp_path: Pat
     assert list((tmp_path / "c" / "tmp").iterdir()) == []
 
 
+@pytest.mark.process
 def test_the_lock_excludes_another_process(tmp_path: Path) -> None:
     c = cache.Cache(tmp_path / "c")
     holder = subprocess.Popen(

@@ -16,6 +16,8 @@ import pytest
 from orchestrator import backends, host
 from orchestrator.errors import HostMismatch
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 #: torch/version.py of a CUDA build, as torch 2.13.0+cu130 writes it
 CUDA_VERSION_PY = """\
 from typing import Optional
@@ -186,6 +188,7 @@ def test_a_contradiction_is_an_error_naming_the_fact_and_both_values(
         facts.full()
     answer = () if "fail" in torch_says else tuple(g[0] for g in gpus)
     assert facts.wait().gpus == answer  # torch's answer itself, unchecked
+
 
 
 # --- the readers ------------------------------------------------------------------------

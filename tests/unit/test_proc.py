@@ -14,6 +14,9 @@ import pytest
 from orchestrator import proc
 from orchestrator.errors import ProcessStartError
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
+
 PY = sys.executable
 
 

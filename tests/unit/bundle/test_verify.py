@@ -158,6 +158,7 @@ def _binary(bundle: Path) -> tuple[Path, Path, str]:
     return entry, entry / build["binaries"][0]["path"], build["binaries"][0]["sha256"]
 
 
+@pytest.mark.process
 def test_a_modified_binary_is_a_mismatch(own_bundle: tuple[Path, Path]) -> None:
     bundle, _ = own_bundle
     assert verify.verify(bundle).ok
@@ -181,6 +182,7 @@ def test_a_modified_binary_is_a_mismatch(own_bundle: tuple[Path, Path]) -> None:
     assert _failing(verify.verify(bundle)) == [(Status.MISSING, str(binary))]
 
 
+@pytest.mark.process
 def test_files_outside_the_bundle(own_bundle: tuple[Path, Path]) -> None:
     bundle, src = own_bundle
     entry, binary, _ = _binary(bundle)

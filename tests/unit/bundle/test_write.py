@@ -109,6 +109,7 @@ cases:
 """
 
 
+@pytest.mark.process
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the ASan backend needs gcc")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_leaves_a_valid_bundle_marked_incomplete(tmp_path: Path, sig: int) -> None:

@@ -16,6 +16,8 @@ from orchestrator import cli, host
 from orchestrator.backends.asan import backend as asan
 from orchestrator.errors import CheckerUnavailable
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 ROOT = Path(__file__).resolve().parents[3]
 runner = CliRunner()
 
@@ -37,6 +39,7 @@ def _line(output: str, label: str) -> str:
     shutil.which("nvidia-smi") is not None,
     reason="checks what doctor says on a machine without a GPU; this one has nvidia-smi",
 )
+
 def test_doctor_on_a_cpu_machine() -> None:
     try:
         runtime = asan.find_runtime()

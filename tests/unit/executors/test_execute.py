@@ -32,6 +32,8 @@ from orchestrator.model import (
 )
 from orchestrator.model.job import Job
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 SUITE = """\
 import os, sys, time
 import subjmod
@@ -412,3 +414,4 @@ def test_a_runs_suppressions_mark_its_findings_and_drop_none(
         ("cudaErrorMemoryAllocation", ""),
     ]
     assert a.parse.summary_count == len(a.findings) == 2  # nothing was dropped
+

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 GATE = ROOT / "tests" / "fixtures" / "e2e" / "gate-cprog.yaml"
 
 pytestmark = [
+    pytest.mark.process,  # builds and runs under ASan
     pytest.mark.slow,
     pytest.mark.skipif(
         shutil.which("gcc") is None or shutil.which("make") is None,

@@ -326,6 +326,7 @@ def test_gate_usage_errors(tmp_path: Path) -> None:
     assert two.exit_code == cli.ExitCode.USAGE and "at most one gate config" in two.output
 
 
+@pytest.mark.process
 def test_gate_runs_writes_gate_json_and_the_report(tmp_path: Path) -> None:
     out = tmp_path / "gate"
     result = runner.invoke(

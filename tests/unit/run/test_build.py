@@ -20,6 +20,8 @@ from orchestrator.model import BuildKind, BuildSpec, SourceKind, SourceSpec, Sou
 from orchestrator.run import build
 from orchestrator.run.sources import tree_digest
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 # a "compiler" that records its flags and counts its runs (outside the tree)
 MAKE = """\
 import os, pathlib, sys
@@ -32,6 +34,7 @@ sys.exit(int(os.environ.get("FAIL", "0")))
 # a jit build description honouring csorch's contract
 DESCRIPTION = """\
 import argparse, pathlib, sys
+
 p = argparse.ArgumentParser()
 for o in ("--root", "--build-dir", "--package-dir"):
     p.add_argument(o, required=True)

@@ -32,7 +32,10 @@ CUDA_VERSION_PY = (
     "from typing import Optional\n__version__ = '2.13.0+cu130'\ncuda: Optional[str] = '13.0'\n"
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with ASan")
+pytestmark = [
+    pytest.mark.process,  # builds and runs under ASan
+    pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc with ASan"),
+]
 
 
 class Recorder(workflow.Events):
@@ -150,6 +153,7 @@ H200_UUIDS = (
     "GPU-5e2a1c9d-0000-4000-8000-000000000001",
     "GPU-5e2a1c9d-0000-4000-8000-000000000002",
 )
+
 
 
 class Clock(workflow.Events):

@@ -13,6 +13,8 @@ from orchestrator.errors import PatchError, SourceError
 from orchestrator.model import BuildKind, BuildSpec, SourceKind, SourceSpec, Variant
 from orchestrator.run import sources
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 MAIN = "int main(void) {\n    int x = 1;\n    return x - 1;\n}\n"
 FIX = """\
 --- a/src/main.c
@@ -223,6 +225,7 @@ def test_a_symlink_inside_the_tree_is_kept(tree: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "target", ["../escaped.c", "/tmp/csorch-escaped.c", "src/../../escaped.c"]
 )
+
 def test_a_patch_cannot_write_outside_the_tree(tree: Path, tmp_path: Path, target: str) -> None:
     patch = tmp_path / "evil.patch"
     patch.write_text(

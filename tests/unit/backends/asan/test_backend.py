@@ -15,6 +15,8 @@ from orchestrator.backends.asan.backend import Asan, merge_options
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, ParseResult
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 SRC = Path(__file__).resolve().parents[3] / "fixtures" / "asan" / "src"
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
@@ -47,6 +49,7 @@ def test_merge_options_with_leaks_puts_detection_after_the_default() -> None:
         (["--padding", "512"], False),
     ],
 )
+
 def test_leak_check_full_turns_on_leak_sanitizer(options: list[str], leaks: bool) -> None:
     w = Asan("/lib/libasan.so.8").wrap(["t"], checker=Checker.MEMCHECK, options=options)
     assert dict(w.env)["ASAN_OPTIONS"] == merge_options(leaks=leaks)

@@ -17,6 +17,8 @@ from orchestrator.backends.asan.log import parse
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, Finding
 
+pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
+
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "asan"
 SRC = FIXTURES / "src"
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
@@ -257,3 +259,4 @@ def test_more_than_25_faulting_pcs_end_a_plain_run_only_without_the_shim(
     ran, result, log = run(tmp_path, Asan(runtime, fold=shim), [str(exe)], plain=True)
     assert ran.returncode == 0 and result.conclusive and len(result.findings) > 25
     assert "done " in log.read_text()  # the program printed its last line
+

@@ -89,12 +89,14 @@ def test_locate_on_path_and_under_cuda_home(tmp_path: Path) -> None:
     assert locate({"PATH": "", "CUDA_HOME": str(home)}) == under_home
 
 
+@pytest.mark.process
 def test_probe_runs_the_tool(tmp_path: Path) -> None:
     tool = fake_tool(tmp_path, f"cat <<'EOF'\n{VERSION_OUTPUT}EOF\n")
     info = ComputeSanitizer(tool).probe()
     assert (info.name, info.path, info.version) == (NAME, str(tool), "2025.3.1.0")
 
 
+@pytest.mark.process
 def test_probe_of_a_broken_tool_says_why(tmp_path: Path) -> None:
     tool = fake_tool(tmp_path, "echo 'libsanitizer-collection.so: cannot open'; exit 1\n")
     with pytest.raises(CheckerUnavailable, match="cannot open"):
