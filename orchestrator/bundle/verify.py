@@ -55,8 +55,8 @@ class Kind(enum.Enum):
     PATCH = "patch"
     BINARY = "binary"
     SOURCE = "source"
-    GATE = "gate"  # a gate directory's own files (gatedir.py)
-    BUNDLE = "bundle"  # an experiment bundle a gate judged (gatedir.py)
+    GATE = "gate"  # a gate directory's own files (gate/manifest.py)
+    BUNDLE = "bundle"  # an experiment bundle a gate judged (gate/manifest.py)
 
 
 @dataclass(frozen=True)

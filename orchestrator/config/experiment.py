@@ -47,7 +47,7 @@ the closest key for a misspelt one. Paths are relative to the config file.
         - {checker: memcheck, kind: invalid-access, function: "*nvfp4*"}    # string
         - {checker: asan, kind: heap-use-after-free, frame: "*nvfp4*"}      # fields: globs
       # target: {outcome: failed, case: "*replay*"}   (a regression instead of a finding)
-    executor: local                       # or slurm; the slurm: block is in slurm_options.py
+    executor: local                       # or slurm; the slurm: block is in config/slurm.py
 
 Signature targets watch runs with a checker and outcome targets plain runs, unless a
 target names its `run`; a target that names its `checker` counts only where that tool

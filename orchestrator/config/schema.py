@@ -1,6 +1,6 @@
 """The config schema as data: every key allowed at each level, with the phrase that
 error messages use for it, and the lexical rules (names, durations, URLs). The reader
-is `config.py` (the `expect:` block: `expect.py`); its docstring shows the schema as
+is `config.py` (the `expect:` block: `config/expectations.py`); its docstring shows the schema as
 an example file."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
         - {checker: memcheck, kind: api-error, code: cudaErrorLaunchFailure,
            reason: "the context-lost case ends in this error by design", expires: 2027-03-31}
 
-The rules (DESIGN.md, "Verdicts"), in order: a bundle that is incomplete or does not
+The rules (docs/architecture.md, "Verdicts"), in order: a bundle that is incomplete or does not
 verify, an experiment missing from the stored bundles, an inconclusive experiment, or a
 checker that caught no positive control make the gate INCONCLUSIVE; a fix that is not
 causal, or (with `unexpected: fail`) a finding no target explains in any variant, make

@@ -1,6 +1,6 @@
 """Judging: attempts in, outcomes and verdicts out. Pure functions, no I/O.
 
-Causality (DESIGN.md, "Verdicts"): every control shows the target in at least k of N
+Causality (docs/architecture.md, "Verdicts"): every control shows the target in at least k of N
 repeats, the fix shows it in none, and the controls agree with each other. The rules
 this module applies, in order:
 - FAIL when the fix shows a target in any repeat: that is evidence, even from an

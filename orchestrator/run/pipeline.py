@@ -13,8 +13,8 @@ attempt; Ctrl-C stops the children, leaves the bundle marked incomplete (only th
 journal, if torch's answer had not come yet), and re-raises. Nothing here prints:
 progress goes to `Events`.
 
-Progress is journaled (`journal.py`) as each build and attempt finishes; with
-`Options.resume` the run continues the one journaled in `out` (`resume.py` decides what
+Progress is journaled (`run/journal.py`) as each build and attempt finishes; with
+`Options.resume` the run continues the one journaled in `out` (`run/resume.py` decides what
 of it is kept).
 """
 

@@ -1,6 +1,6 @@
 """Resuming a run: which of an earlier session's work, journaled in `out`, still holds.
 
-A run's progress is journaled (`journal.py`) as each build and attempt finishes; with
+A run's progress is journaled (`run/journal.py`) as each build and attempt finishes; with
 `Options.resume` the run continues the one journaled in `out`. The journal must be this
 run's (the same `identity`); the children a killed csorch left running are stopped;
 attempts whose records and logs are intact are kept, every other file under logs/ is

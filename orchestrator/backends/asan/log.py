@@ -2,7 +2,7 @@
 (the backend that runs it is `asan.py`).
 
 Report floods (issue #14): ASan prints every bad access in full, at milliseconds each.
-A run preloads csorch's fold shim (`asan_fold.py`): the first report of each faulting
+A run preloads csorch's fold shim (`backends/asan/shim.py`): the first report of each faulting
 instruction per case is printed, the rest counted, and the parser adds each count to its
 printed report (`Finding.count`), so the summary keeps the true count. A run may set
 `ASAN_OPTIONS: halt_on_error=1` to stop each case at its first report instead
