@@ -261,8 +261,6 @@ def _tool(probe: ToolInfo | CheckerUnavailable) -> tuple[str, str]:
 Checkers = tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]
 
 
-
-
 class Facts:
     """The host's facts in two parts: `fast`, known when `start` returns, and torch's own
     answer, joined by `full()`. A handle on a child still running, not a record: the

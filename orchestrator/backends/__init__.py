@@ -74,6 +74,7 @@ def serves(backend: str, checker: Checker) -> str:
         return f"{checker.value} has no CPU stand-in; it needs compute-sanitizer on a GPU"
     return ""
 
+
 def probe_checkers() -> tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]:
     """(compute-sanitizer, ASan), each found or why not, as `choose` and `host.start` want them."""
     found: list[ToolInfo | CheckerUnavailable] = []

@@ -105,6 +105,8 @@ def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[s
             hint="drop --devices, or use --backend compute-sanitizer",
         )
     return devices
+
+
 def check_out(path: Path) -> None:
     """CsorchError unless `--out path` can become a new results directory: not a file,
     not under one, and empty if it exists (a bundle's manifest hashes every log in it:

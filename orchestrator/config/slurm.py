@@ -48,8 +48,6 @@ _GRES_RE = re.compile(r"^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$")
 _PARTITION_RE = re.compile(r"^[A-Za-z0-9_.,-]+$")
 
 
-
-
 def read(view: View) -> SlurmSettings:
     """The config's `slurm:` block; ConfigError names the file, line and key."""
     f = view.mapping(SLURM)

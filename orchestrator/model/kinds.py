@@ -59,6 +59,7 @@ class Verdict(enum.Enum):
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
 
+
 def aggregate(outcomes: Iterable[Outcome]) -> Outcome:
     """ERROR if any attempt errored, else FAILED if any failed, else SKIPPED if all were
     skipped, else PASSED. No attempts at all is an ERROR (nothing ran)."""

@@ -33,6 +33,7 @@ def _torch_has_cuda() -> bool:
 
     return torch.version.cuda is not None
 
+
 FIXTURES = ROOT / "tests" / "fixtures" / "e2e"
 
 pytestmark = [

@@ -17,9 +17,7 @@ import pytest
 @pytest.fixture(autouse=True)
 def _no_child_unless_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     if request.node.get_closest_marker("process") is not None:
-        yield
         return
-    real = subprocess.Popen._execute_child  # type: ignore[attr-defined]
 
     def refuse(self, args, *rest, **kw):
         raise AssertionError(
@@ -27,6 +25,4 @@ def _no_child_unless_marked(request: pytest.FixtureRequest, monkeypatch: pytest.
             "`process`: mark it (pytestmark = pytest.mark.process), or keep it pure"
         )
 
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
-    yield
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", real)
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)  # undone after the test

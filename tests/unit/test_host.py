@@ -190,7 +190,6 @@ def test_a_contradiction_is_an_error_naming_the_fact_and_both_values(
     assert facts.wait().gpus == answer  # torch's answer itself, unchecked
 
 
-
 # --- the readers ------------------------------------------------------------------------
 
 

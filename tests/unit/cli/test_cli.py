@@ -193,7 +193,6 @@ def test_a_config_that_is_not_utf8_is_named(tmp_path: Path) -> None:
         ("-1,0,0", "'-1' is not a GPU index or UUID; '0' is listed 2 times"),
     ],
 )
-
 def test_bad_devices_are_refused_with_every_problem(tmp_path: Path, devices: str, says: str):
     done = csorch("run", str(E2E / "c-oob.yaml"), "--devices", devices, cwd=tmp_path)
     assert done.returncode == cli.ExitCode.USAGE and says in done.stderr, done.stderr

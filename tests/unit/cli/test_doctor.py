@@ -39,7 +39,6 @@ def _line(output: str, label: str) -> str:
     shutil.which("nvidia-smi") is not None,
     reason="checks what doctor says on a machine without a GPU; this one has nvidia-smi",
 )
-
 def test_doctor_on_a_cpu_machine() -> None:
     try:
         runtime = asan.find_runtime()

@@ -182,7 +182,6 @@ def test_a_node_that_begins_twice_is_reported_once() -> None:
     assert reader.read(lines).began == ("t.py::a",)
 
 
-
 def test_a_marker_keeps_its_node_id_and_drops_trailing_whitespace() -> None:
     # the linear form of the pattern (tools/fuzz_linear.py) reads what the lazy one did
     assert reader.read(["[csorch-case-begin] t.py::a  b \t"]).began == ("t.py::a  b",)

@@ -155,7 +155,6 @@ H200_UUIDS = (
 )
 
 
-
 class Clock(workflow.Events):
     """When the first build and the first attempt started (time.time, as the stamp)."""
 

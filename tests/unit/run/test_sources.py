@@ -225,7 +225,6 @@ def test_a_symlink_inside_the_tree_is_kept(tree: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "target", ["../escaped.c", "/tmp/csorch-escaped.c", "src/../../escaped.c"]
 )
-
 def test_a_patch_cannot_write_outside_the_tree(tree: Path, tmp_path: Path, target: str) -> None:
     patch = tmp_path / "evil.patch"
     patch.write_text(

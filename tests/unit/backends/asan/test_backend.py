@@ -49,7 +49,6 @@ def test_merge_options_with_leaks_puts_detection_after_the_default() -> None:
         (["--padding", "512"], False),
     ],
 )
-
 def test_leak_check_full_turns_on_leak_sanitizer(options: list[str], leaks: bool) -> None:
     w = Asan("/lib/libasan.so.8").wrap(["t"], checker=Checker.MEMCHECK, options=options)
     assert dict(w.env)["ASAN_OPTIONS"] == merge_options(leaks=leaks)
