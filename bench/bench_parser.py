@@ -1,4 +1,4 @@
-"""compute-sanitizer log parsing: throughput (MB/s) and peak memory of `cs_log.parse`.
+"""compute-sanitizer log parsing: throughput (MB/s) and peak memory of its `log.parse`.
 
 Run by ``make bench`` (issue #14 item 4). Two logs, each made of real H200 captures
 repeated, as one process's log per repetition:
@@ -12,13 +12,13 @@ repeated, as one process's log per repetition:
   launches of one kernel;
 - racecheck-distinct: the same, each repetition's block id its own ("in block (7,0,0)"
   in the 8th), so that no header line recurs, as in one launch of many blocks: the
-  parser remembers the lines it has checked (`cs_runs`), and this log gains nothing
+  parser remembers the lines it has checked (`compute_sanitizer.runs`), and this log gains nothing
   from that.
 Each is written to a temporary file and parsed streaming from it: --repeat times timed
 (MB/s over wall and CPU time, best wall time of the repeats), once under tracemalloc
 (peak Python memory during the parse, the result included). Target: >= 100 MB/s;
 memory bounded by the distinct signatures, not the number of records (the parser keeps
-the first few findings per case and signature and counts the rest: `fold`).
+the first few findings per case and signature and counts the rest: `findings.folding`).
 
 Prints a table and writes JSON (``--json``).
 """

@@ -14,7 +14,7 @@ under a second, answers what is needed before the builds start (the backend, `--
 all`, the build-cache key) from children that do not import torch: torch's version and
 CUDA from its torch/version.py (found with `importlib.util.find_spec`, read with `ast`,
 never run), the driver, GPU names and capabilities from one nvidia-smi call. Torch's own
-answer starts at the same moment in the background; the workflow joins it
+answer starts at the same moment in the background; the pipeline joins it
 (`Facts.full`) behind the builds, before anything records the host or runs an attempt,
 and checks it against the fast facts: a disagreement in the cache key's toolchain or in
 the GPU count stops the run with HostMismatch (the builds were keyed by the fast facts).

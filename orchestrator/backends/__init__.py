@@ -8,6 +8,7 @@ asked for explicitly but missing is an error, never a silent fallback.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from orchestrator.backends.asan.backend import Asan
 from orchestrator.backends.base import Backend
@@ -16,7 +17,16 @@ from orchestrator.backends.none import NoChecker
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, ToolInfo
 
-__all__ = ["Asan", "Backend", "Choice", "ComputeSanitizer", "NoChecker", "choose", "serves"]
+__all__ = [
+    "Asan",
+    "Backend",
+    "Choice",
+    "ComputeSanitizer",
+    "NoChecker",
+    "choose",
+    "make",
+    "serves",
+]
 
 CHOICES = ("auto", "compute-sanitizer", "asan")
 
@@ -64,6 +74,22 @@ def choose(
         f"{why}, and ASan is unavailable too ({asan.reason})",
         hint="install the CUDA toolkit on a GPU machine, or gcc's ASan runtime",
     )
+
+
+def make(
+    backend: str,
+    *,
+    asan_runtime: Path | str | None = None,
+    asan_fold: Path | None = None,
+    sanitizer: Path | str | None = None,
+) -> Asan | ComputeSanitizer:
+    """The one place a run's checker backend is made: "asan" (its runtime, else found;
+    the report-fold shim once built) or "compute-sanitizer" (its path, else found)."""
+    if backend == "asan":
+        return Asan(asan_runtime or None, fold=asan_fold)
+    if backend == "compute-sanitizer":
+        return ComputeSanitizer(sanitizer or None)
+    raise ValueError(f"no backend {backend!r} (resolve auto with choose)")
 
 
 def serves(backend: str, checker: Checker) -> str:

@@ -1,14 +1,14 @@
 """First-match dispatch over a table of (pattern, handler) rows, in one regex call.
 
-The grammar (`cs_log.HEADERS`, `cs_log.DETAILS`) is tables of anchored patterns tried
+The grammar (`compute_sanitizer.log.HEADERS`, `.DETAILS`) is tables of anchored patterns tried
 in order; the first that matches a line handles it. A loop over a table costs one
 regex call per pattern before the right one (twelve for a racecheck hazard header). A
 `Dispatch` joins the table's patterns as the alternatives of one regex, which the
 regex engine tries in the same order, so it finds the same row in one call; the row's
 own pattern then gives the handler its named groups.
 
-It also gives a line's skim key (`cs_skim`): the row and the groups of its pattern that
-can reach a signature, that is all but the `VOLATILE` ones.
+It also gives a line's skim key (`compute_sanitizer.skim`): the row and the groups of its
+pattern that can reach a signature, that is all but the `VOLATILE` ones.
 """
 
 from __future__ import annotations

@@ -13,21 +13,26 @@ searches. Nothing here prints: progress goes to a `Reporter`, which the CLI draw
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
 import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import bisect
-from orchestrator.bisect import evaluator as probe
+from orchestrator.backends import Choice
+from orchestrator.bisect import evaluator
 from orchestrator.bisect.evaluator import Evaluation, Subject
-from orchestrator.bisect.state import Bisection, Commit, Status
+from orchestrator.bisect.state import Bisection, Commit, Status, round_of
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.files import atomic_write
 from orchestrator.host import Facts
+from orchestrator.model import SourceSpec
 from orchestrator.model.record import Record
-from orchestrator.run import journal, pipeline
+from orchestrator.run import journal, options, pipeline
 from orchestrator.run.options import Options
 
 STATE = "bisect.json"
@@ -58,6 +63,7 @@ class Settings(Record):
     cache: Path
     jobs: int
     reason: str = ""  # why this backend
+    probes: int = 1  # commits probed side by side in a round (multisection)
 
 
 @dataclass(frozen=True)
@@ -142,45 +148,91 @@ def begin(out: Path, search: Search, settings: Settings, commits: tuple[Commit, 
     return state
 
 
+#: judges one commit's tree: (subject, source, options, facts, progress) -> Evaluation
+Evaluate = Callable[[Subject, SourceSpec, Options, Facts, "pipeline.Events | None"], Evaluation]
+
+
 def drive(
     out: Path,
     state: State,
     subj: Subject,
     facts: Facts,
-    reporter: Reporter,
+    reporter: Reporter | None = None,
     executor: Executor | None = None,
+    evaluate: Evaluate = evaluator.evaluate,
 ) -> State:
     """Probe until the answer is known, saving the state after every step. Raises
     BisectError when an end does not re-check as the search assumes; on Ctrl-C the
     state of the finished steps stays in `out`. `executor`: where each step's attempts
-    run (None: here)."""
+    run (None: here); `evaluate`: what judges a commit (default: a real run of the
+    subject, `evaluator.evaluate`; a test or another tool may pass its own).
+
+    With `settings.probes` J above 1, each round probes J commits side by side (the ends,
+    then cuts of the range into J+1 parts: `state.round_of`), each in a thread of its
+    own; the steps are saved as they finish, and Ctrl-C stops the round's runs."""
+    reporter = reporter or Reporter()
     status = bisect.status(state.bisection)
     reporter.started(state, status)
     search, settings = state.search, state.settings
-    while status.next is not None:
-        commit, number = status.next, len(state.steps) + 1
-        options = Options(
-            backend=search.backend,
-            reason=settings.reason,
-            out=probe.fresh_dir(out / STEPS, f"{number:02d}-{commit.short}"),
+    probes = max(1, settings.probes)
+    stop = threading.Event()
+
+    def probe(number: int, commit: Commit) -> Evaluation:
+        opts = options.make(
+            Choice(search.backend, settings.reason),
+            evaluator.fresh_dir(out / STEPS, f"{number:02d}-{commit.short}"),
             cache=settings.cache,
             work=out / ".work",
             jobs=settings.jobs,
             repeat=search.repeat,
             executor=executor,
+            stop=stop if probes > 1 else None,
         )
-        reporter.step_started(number, commit, status)
-        spec = probe.at_commit(search.repo, commit.sha, search.subdir)
-        evaluation = probe.evaluate(subj, spec, options, facts, reporter.run_events)
-        bundle = evaluation.bundle.relative_to(out.resolve()) if evaluation.bundle else None
-        step = Step(number, commit, status.role, dataclasses.replace(evaluation, bundle=bundle))
-        state = dataclasses.replace(
-            state,
-            bisection=state.bisection.mark(commit.sha, evaluation.mark),
-            steps=(*state.steps, step),
-            elapsed=state.elapsed + evaluation.duration,
-        )
-        save(out, state)
-        reporter.step_finished(step, state.bisection.remaining)
+        spec = evaluator.at_commit(search.repo, commit.sha, search.subdir)
+        events = reporter.run_events if probes == 1 else None
+        return evaluate(subj, spec, opts, facts, events)
+
+    while picks := state_round(state, probes):
+        first = max((s.number for s in state.steps), default=0) + 1
+        numbered = [(first + k, commit, role) for k, (commit, role) in enumerate(picks)]
+        for number, commit, _ in numbered:
+            reporter.step_started(number, commit, status)
+        if probes == 1:  # here, in the main thread: Ctrl-C reaches its run directly
+            ((number, commit, role),) = numbered
+            state = _record(out, state, Step(number, commit, role, probe(number, commit)))
+            reporter.step_finished(state.steps[-1], state.bisection.remaining)
+            status = bisect.status(state.bisection)
+            continue
+        with cf.ThreadPoolExecutor(max_workers=len(numbered)) as pool:
+            running = {pool.submit(probe, n, c): (n, c, role) for n, c, role in numbered}
+            try:
+                for future in cf.as_completed(running):
+                    number, commit, role = running[future]
+                    evaluation = future.result()
+                    state = _record(out, state, Step(number, commit, role, evaluation))
+                    reporter.step_finished(state.steps[-1], state.bisection.remaining)
+            except BaseException:
+                stop.set()  # the other probes of the round stop their children
+                raise
         status = bisect.status(state.bisection)
+    return state
+
+
+def state_round(state: State, probes: int) -> tuple[tuple[Commit, str], ...]:
+    """The commits of the next round (see `bisect.state.round_of`)."""
+    return round_of(state.bisection, probes)
+
+
+def _record(out: Path, state: State, step: Step) -> State:
+    """`state` with `step` marked and kept, saved (its bundle made relative to OUT)."""
+    ev = step.evaluation
+    bundle = ev.bundle.relative_to(out.resolve()) if ev.bundle else None
+    step = dataclasses.replace(step, evaluation=dataclasses.replace(ev, bundle=bundle))
+    state = dataclasses.replace(
+        state,
+        bisection=state.bisection.mark(step.commit.sha, ev.mark),
+        steps=(*state.steps, step),
+        elapsed=state.elapsed + ev.duration,
+    )
+    save(out, state)
     return state

@@ -188,3 +188,36 @@ def status(state: Bisection) -> Status:
     if hi == lo + 1:
         return Status(None, "", commits[hi], candidates, 0)
     return Status(None, "", None, candidates, 0)  # only skipped commits between lo and hi
+
+
+def round_of(state: Bisection, probes: int) -> tuple[tuple[Commit, str], ...]:
+    """The commits to probe at once when `probes` can run side by side (multisection):
+    the ends not yet probed, then untested commits that cut the range between the last
+    old-side and the first new-side commit into `probes + 1` even parts (the ends assumed
+    to re-check as the search needs). With `probes` 1 this is `status`'s one commit; the
+    answer is the same whatever `probes` (the search ends where only skipped commits lie
+    between the two sides). () once done; BisectError as `status`."""
+    now = status(state)
+    if now.next is None:
+        return ()
+    if probes <= 1:
+        return ((now.next, now.role),)
+    commits = state.commits
+    last = len(commits) - 1
+    picks: list[tuple[int, str]] = [
+        (i, role)
+        for i, role in ((last, NEW_END), (0, OLD_END))
+        if state.mark_of(commits[i].sha) is None
+    ]
+    lo, hi = state.bounds()
+    untested = [i for i in range(lo + 1, hi) if state.mark_of(commits[i].sha) is None]
+    room = min(probes - len(picks), len(untested))
+    if room > 0:
+        chosen: list[int] = []
+        for k in range(1, room + 1):
+            target = lo + (hi - lo) * k / (room + 1)
+            left = [i for i in untested if i not in chosen]
+            # the untested commit nearest each cut; ties go to the older one
+            chosen.append(min(left, key=lambda i: (abs(i - target), i)))
+        picks += [(i, MIDPOINT) for i in sorted(chosen)]
+    return tuple((commits[i], role) for i, role in picks)

@@ -29,7 +29,7 @@ from orchestrator.model import Attempt, Build, Experiment, SourceTree
 
 @dataclass
 class Snapshot:
-    """What the run knows so far (the workflow fills it; the bundle serializes it)."""
+    """What the run knows so far (the pipeline fills it; the bundle serializes it)."""
 
     experiment: Experiment
     backend: Mapping[str, str]  # name, reason, tool version, tool path

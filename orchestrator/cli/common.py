@@ -1,5 +1,6 @@
-"""What every verb shares: the Typer app, the consoles, exit codes, the error printer, and
-the checks of options that several verbs take."""
+"""What every verb shares: the Typer app, the consoles, exit codes, the error printer,
+the options several verbs take, and what a long verb says when interrupted or unable to
+write."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import enum
 import platform
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from orchestrator import __version__, backends, host
+from orchestrator import __version__, cache
+from orchestrator.config.slurm import SLURM
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
-from orchestrator.run.plan import parse_devices
 
 app = typer.Typer(
     name="csorch",
@@ -37,12 +39,76 @@ class ExitCode(enum.IntEnum):
     INCONCLUSIVE = 3
 
 
+VERDICT_EXIT = {
+    Verdict.PASS: ExitCode.PASS,
+    Verdict.FAIL: ExitCode.FAIL,
+    Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
+}
+
+Backend = Annotated[
+    str,
+    typer.Option(
+        help="auto | compute-sanitizer | asan (auto: compute-sanitizer where a "
+        "GPU and the tool exist, else ASan)"
+    ),
+]
+Jobs = Annotated[
+    int | None, typer.Option(min=1, help="child processes at once (default: CPU count, up to 8)")
+]
+Repeat = Annotated[int | None, typer.Option(min=1, help="N for every run")]
+CacheDir = Annotated[Path, typer.Option(help="the build cache")]
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        help="local: child processes here; slurm: a job array per variant (default: the "
+        "config's executor:, else local)",
+    ),
+]
+SlurmOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--slurm",
+        metavar="KEY=VALUE",
+        help="a Slurm setting over the config's slurm: block (repeatable); keys: "
+        + ", ".join(SLURM),
+    ),
+]
+DEFAULT_CACHE = cache.DEFAULT_DIR
+
+
 def fail(error: CsorchError) -> typer.Exit:
     """Print a csorch error for the user; the caller raises the returned Exit."""
     err.print(f"[bold red]error:[/] {error.message}", highlight=False, soft_wrap=True)
     if error.hint:
         err.print(f"[dim]hint:[/] {error.hint}", highlight=False, soft_wrap=True)
     return typer.Exit(ExitCode.USAGE)
+
+
+def interrupted(command: str) -> typer.Exit:
+    """What every long verb (run, gate, bisect) says on Ctrl-C or SIGTERM."""
+    err.print(f"interrupted; resume with: {command}", highlight=False, soft_wrap=True)
+    return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
+def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
+    """The bundle or the journal could not be written: what is journaled is kept, the
+    verdict is INCONCLUSIVE, and the same command continues once the cause is fixed."""
+    where = f" {exc.filename}" if exc.filename else f" in {out_dir}"
+    err.print(
+        f"[bold red]error:[/] cannot write{where}: {exc.strerror or exc}; the run is "
+        f"inconclusive; once fixed, resume with: {command}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
+def interrupt(signum: int, frame: object) -> None:
+    """SIGTERM handler: a CI job is cancelled with SIGTERM; treat it as Ctrl-C, so the
+    children are stopped and the bundle or state is left valid (they run in their own
+    sessions and would otherwise be orphaned)."""
+    raise KeyboardInterrupt
 
 
 def _print_version(value: bool) -> None:
@@ -65,70 +131,3 @@ def version_command() -> None:
     """Print csorch's version and the Python running it."""
     out.print(f"csorch {__version__}", highlight=False)
     out.print(f"python {platform.python_version()} ({sys.executable})", highlight=False)
-
-
-def check_backend(name: str) -> None:
-    """CsorchError unless `name` is a backend --backend accepts (checked before any work)."""
-    if name not in backends.CHOICES:
-        raise CsorchError(
-            f"unknown backend {name!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
-        )
-
-
-def choose_backend(requested: str) -> tuple[backends.Choice, host.Facts]:
-    """The backend to run with and the host's facts (torch's own answer still coming:
-    the workflow joins it behind the builds); CsorchError for an unknown name or a
-    checker asked for by name that is missing."""
-    check_backend(requested)
-    facts = host.start(sys.executable, backends.probe_checkers)
-    sanitizer, asan = facts.checkers
-    choice = backends.choose(requested, gpus=len(facts.fast.gpus), sanitizer=sanitizer, asan=asan)
-    return choice, facts
-
-
-def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[str, ...]:
-    """`--devices`: explicit GPU indices/UUIDs, or `all` (every GPU present when there are
-    two or more; one GPU or none needs no fan-out). CsorchError for bad text, or explicit
-    devices with the ASan backend (it runs on the CPU)."""
-    if text is None:
-        return ()
-    if text.strip() == "all":
-        gpus = len(facts.gpus) if backend != "asan" else 0
-        return tuple(str(i) for i in range(gpus)) if gpus >= 2 else ()
-    try:
-        devices = parse_devices(text)
-    except ValueError as exc:
-        raise CsorchError(f"--devices: {exc}") from None
-    if backend == "asan":
-        raise CsorchError(
-            "--devices fans out over GPUs; the ASan backend runs on the CPU",
-            hint="drop --devices, or use --backend compute-sanitizer",
-        )
-    return devices
-
-
-def check_out(path: Path) -> None:
-    """CsorchError unless `--out path` can become a new results directory: not a file,
-    not under one, and empty if it exists (a bundle's manifest hashes every log in it:
-    old files would pass as evidence)."""
-    if path.exists() and not path.is_dir():
-        raise CsorchError(f"--out {path} is a file", hint="give a new directory")
-    parent = next((p for p in path.parents if p.exists()), None)
-    if parent is not None and not parent.is_dir():
-        raise CsorchError(f"--out {path} is under {parent}, a file", hint="give a new directory")
-    if path.is_dir() and any(path.iterdir()):
-        raise CsorchError(f"--out {path} is not empty", hint="give a new directory")
-
-
-def interrupt(signum: int, frame: object) -> None:
-    """SIGTERM handler: a CI job is cancelled with SIGTERM; treat it as Ctrl-C, so the
-    children are stopped and the bundle or state is left valid (they run in their own
-    sessions and would otherwise be orphaned)."""
-    raise KeyboardInterrupt
-
-
-VERDICT_EXIT = {
-    Verdict.PASS: ExitCode.PASS,
-    Verdict.FAIL: ExitCode.FAIL,
-    Verdict.INCONCLUSIVE: ExitCode.INCONCLUSIVE,
-}

@@ -2,7 +2,7 @@
 informative line from its tail, and the launches' parses merged into the attempt's one.
 
 A checker's log can run to gigabytes, so nothing here holds a whole log: the parsers and
-`nodes.read` take the streamed lines and keep only what they count. Reads files only;
+`markers.reader.read` take the streamed lines and keep only what they count. Reads files only;
 the processes that wrote them are `execute`'s.
 """
 

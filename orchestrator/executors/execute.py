@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orchestrator
-from orchestrator import proc
-from orchestrator.backends import Asan, Backend, NoChecker
+from orchestrator import backends, proc
+from orchestrator.backends import Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.executors import attempt_log
 from orchestrator.findings import suppressions
-from orchestrator.markers import reader as nodes
+from orchestrator.markers import reader
 from orchestrator.model import (
     Attempt,
     Build,
@@ -115,9 +115,9 @@ def _wrap(
     """(argv, environment, log parser) for the run's checker."""
     if run.checker is Checker.NONE:
         if build.sanitizer == "address":
-            runtime = Asan(ctx.asan_runtime, fold=ctx.asan_fold).wrap(
-                argv, checker=Checker.MEMCHECK, env=env, plain=True
-            )
+            runtime = backends.make(
+                "asan", asan_runtime=ctx.asan_runtime, asan_fold=ctx.asan_fold
+            ).wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
             return argv, {**env, **dict(runtime.env)}, NoChecker().parse
         return argv, env, NoChecker().parse
     wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
@@ -216,7 +216,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
             job, k, argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
         )
         log = ctx.root / rel
-        report = nodes.read(attempt_log.lines(log))
+        report = reader.read(attempt_log.lines(log))
         gpus.append(report.gpu)
         parses.append(parse(attempt_log.lines(log)))
         kept = list(report.nodes)
@@ -290,7 +290,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         result.timed_out,
         "",
         # a program may name its GPU with the plugin's line
-        [nodes.read(attempt_log.lines(ctx.root / rel)).gpu],
+        [reader.read(attempt_log.lines(ctx.root / rel)).gpu],
     )
 
 

@@ -6,7 +6,7 @@ block ids, pcs and offsets, line numbers (a patch shifts them), directories (eac
 variant builds in its own tree) and the argument lists of demangled names (they
 depend on `--demangle`). Frames that do not belong to the subject (the checker's
 runtime, the C library, CUDA's runtime and intrinsics, CUB, Thrust, libstdc++: the
-ignore list in `culprit`) are skipped before taking the top ones, as ClusterFuzz does;
+ignore list in `frame_filter`) are skipped before taking the top ones, as ClusterFuzz does;
 the finding itself keeps them.
 """
 
@@ -70,7 +70,7 @@ def normalize_frame(frame: Frame) -> str:
 
 
 def is_noise(frame: Frame) -> bool:
-    """Whether the frame belongs to a checker, runtime or library (`culprit`'s ignore list)."""
+    """Whether the frame belongs to a checker, runtime or library (`frame_filter`'s ignore list)."""
     return bool(frame_filter.ignored(frame))
 
 
@@ -113,7 +113,7 @@ class SignatureCount(Record):
     example: Finding  # the first finding seen with this signature
     suppressed: int = 0  # of `count`, findings a suppression (or an allowance) marked
     suppressed_by: tuple[str, ...] = ()  # what marked them ("supp.xml#1", "allowed: ...")
-    skipped: tuple[str, ...] = ()  # frames above the culprit, not the subject's (`culprit`)
+    skipped: tuple[str, ...] = ()  # frames above the culprit, not the subject's (`frame_filter`)
 
     def tolerance(self) -> str:
         """`suppressed by supp.xml#1` / `allowed: <reason>` / `2 of 5 suppressed by ...`;

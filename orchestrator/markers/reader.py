@@ -1,7 +1,7 @@
 """Reading a child pytest's case markers back: which nodes ran, how each ended, and
 whether the process stopped before its session did.
 
-The plugin (`case_markers`) writes the markers; this module reads one launch's log and
+The plugin (`markers.plugin`) writes the markers; this module reads one launch's log and
 returns a `LaunchReport`. Pure: lines in, record out. The executor uses it to decide
 whether the cases after a crash or a destroyed CUDA context need a fresh process.
 """

@@ -100,14 +100,14 @@ class Finding(Record):
     header: str = ""  # the record's first line, verbatim
     # the log's records this finding stands for: 1, or, for the last example a parser
     # kept of its signature in its case, 1 + the later ones it counted but did not keep
-    # (`fold`); every count csorch states or checks adds these up, never len(findings)
+    # (`findings.folding`); every count csorch states or checks adds these up, never len(findings)
     count: int = 1
 
 
 @dataclass(frozen=True)
 class ParseResult(Record):
     """A parsed log. A log is `complete` only when its end-of-run marker was seen.
-    `findings` are folded (`fold`): per case and signature the first few records whole,
+    `findings` are folded (`findings.folding`): per case and signature the first few records whole,
     the rest counted in `Finding.count`; `records` is how many the log printed."""
 
     findings: tuple[Finding, ...] = ()

@@ -3,13 +3,20 @@ prints them), and the gate's Markdown summary (the top of the gate's report.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.gate.policy import GateResult
+from orchestrator import bundle
+from orchestrator.gate import allowances
+from orchestrator.gate.allowances import Allowance
+from orchestrator.gate.policy import GateResult, Judged
 from orchestrator.judge.compare import Comparison
 from orchestrator.model import Verdict
+from orchestrator.report import markdown
 
 STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
 OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
@@ -94,6 +101,20 @@ def gate_markdown(result: GateResult) -> str:
         rows += ["", "Allowances and suppressions that matched nothing:", ""]
         rows += [f"- {u}" for u in result.unused]
     return "\n".join(rows) + "\n"
+
+
+def gate_report(
+    result: GateResult, judged: Sequence[Judged], allow: Sequence[Allowance] = ()
+) -> str:
+    """report.md of a gate: its own section, then each experiment's, from its bundle, the
+    findings the policy's allowances tolerate marked `allowed: <reason>` (expired ones
+    tolerate nothing: give only the live ones)."""
+    sections = [gate_markdown(result)]
+    for j in judged:
+        if j.bundle and (Path(j.bundle) / bundle.RESULTS).exists():
+            results, manifest = bundle.read(j.bundle)
+            sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
+    return "\n".join(sections)
 
 
 def comparison(c: Comparison) -> RenderableType:

@@ -1,17 +1,25 @@
 """The options of one run: what the command line (or a Python caller) decides beyond the
-experiment config."""
+experiment config, made in one place (`make`), with the checks every verb shares: the
+backend asked for, `--devices`, a new `--out`."""
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
-from orchestrator import cache
+from orchestrator import backends, cache, host
+from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.model.job import Fanout
+from orchestrator.run.plan import parse_devices
 
 DEFAULT_WORK = Path("build") / "csorch-work"
+#: where results go when no --out is given
+RESULTS = Path("results")
 
 
 @dataclass(frozen=True)
@@ -30,3 +38,86 @@ class Options:
     executor: Executor | None = None  # None: local child processes
     resume: bool = False  # continue the run journaled in `out`
     selected: tuple[str, ...] = ()  # the --case names (kept for a resume)
+    # set by a caller running several pipelines in threads: stops this one as Ctrl-C does
+    stop: threading.Event | None = None
+
+
+def default_jobs() -> int:
+    """Child processes at once when none is asked for: the CPU count, up to 8."""
+    return min(os.cpu_count() or 1, 8)
+
+
+def make(choice: backends.Choice, out: Path, *, jobs: int | None = None, **settings) -> Options:
+    """The one place Options are made: the backend chosen (and why), the results
+    directory, the jobs (default `default_jobs()`), any other field by name."""
+    return Options(
+        backend=choice.backend,
+        reason=choice.reason,
+        out=out,
+        jobs=jobs or default_jobs(),
+        **settings,
+    )
+
+
+def default_out(name: str) -> Path:
+    """results/<name>-<time>, made unique with -2, -3 ... when taken."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = RESULTS / f"{name}-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = RESULTS / f"{name}-{stamp}-{n}"
+    return path
+
+
+def check_backend(name: str) -> None:
+    """CsorchError unless `name` is a backend --backend accepts (checked before any work)."""
+    if name not in backends.CHOICES:
+        raise CsorchError(
+            f"unknown backend {name!r}", hint="choose one of: " + ", ".join(backends.CHOICES)
+        )
+
+
+def choose_backend(requested: str) -> tuple[backends.Choice, host.Facts]:
+    """The backend to run with and the host's facts (torch's own answer still coming:
+    the pipeline joins it behind the builds); CsorchError for an unknown name or a
+    checker asked for by name that is missing."""
+    check_backend(requested)
+    facts = host.start(sys.executable, backends.probe_checkers)
+    sanitizer, asan = facts.checkers
+    choice = backends.choose(requested, gpus=len(facts.fast.gpus), sanitizer=sanitizer, asan=asan)
+    return choice, facts
+
+
+def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[str, ...]:
+    """`--devices`: explicit GPU indices/UUIDs, or `all` (every GPU present when there are
+    two or more; one GPU or none needs no fan-out). CsorchError for bad text, or explicit
+    devices with the ASan backend (it runs on the CPU)."""
+    if text is None:
+        return ()
+    if text.strip() == "all":
+        gpus = len(facts.gpus) if backend != "asan" else 0
+        return tuple(str(i) for i in range(gpus)) if gpus >= 2 else ()
+    try:
+        devices = parse_devices(text)
+    except ValueError as exc:
+        raise CsorchError(f"--devices: {exc}") from None
+    if backend == "asan":
+        raise CsorchError(
+            "--devices fans out over GPUs; the ASan backend runs on the CPU",
+            hint="drop --devices, or use --backend compute-sanitizer",
+        )
+    return devices
+
+
+def check_out(path: Path) -> None:
+    """CsorchError unless `--out path` can become a new results directory: not a file,
+    not under one, and empty if it exists (a bundle's manifest hashes every log in it:
+    old files would pass as evidence)."""
+    if path.exists() and not path.is_dir():
+        raise CsorchError(f"--out {path} is a file", hint="give a new directory")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise CsorchError(f"--out {path} is under {parent}, a file", hint="give a new directory")
+    if path.is_dir() and any(path.iterdir()):
+        raise CsorchError(f"--out {path} is not empty", hint="give a new directory")

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrator import cache, judge
-from orchestrator.backends import Asan, ComputeSanitizer, serves
+from orchestrator import backends, cache, judge
+from orchestrator.backends import Asan, serves
 from orchestrator.bundle import Bundle, Snapshot
 from orchestrator.errors import BuildError, CsorchError, HostMismatch
 from orchestrator.executors import execute
@@ -107,12 +107,12 @@ class _Run:
         self.order = {slot(j): i for i, j in enumerate(self.jobs)}
         self.variants = [v.name for v in experiment.variants]
         asan = options.backend == "asan"
-        checker = (
-            Asan(host.asan_runtime or None)
-            if asan
-            else ComputeSanitizer(host.compute_sanitizer_path or None)
+        checker = backends.make(
+            options.backend,
+            asan_runtime=host.asan_runtime,
+            sanitizer=host.compute_sanitizer_path,
         )
-        # the report-fold shim (backends/asan_fold.py), built once per content in the cache
+        # the report-fold shim (backends/asan/shim.py), built once per content in the cache
         fold = (
             checker.build_fold(Path(options.cache) / "asan-fold")
             if isinstance(checker, Asan)
@@ -129,11 +129,7 @@ class _Run:
                 "reason": options.reason,
                 "version": host.compute_sanitizer if not asan else host.cc,
                 "path": host.compute_sanitizer_path if not asan else host.asan_runtime,
-                **(
-                    {"fold_shim": str(fold), "fold_shim_sha256": file_digest(fold)}
-                    if fold
-                    else {}
-                ),
+                **({"fold_shim": str(fold), "fold_shim_sha256": file_digest(fold)} if fold else {}),
             },
             host=host,  # torch's answer replaces it before the first write (settle)
             options={
@@ -204,7 +200,10 @@ class _Run:
         ident = resume.identity(self.experiment, self.options)
         if not self.options.resume:
             self.journal = Journal.create(
-                root, ident, resume.settings(self.experiment, self.options), self.snap.command,
+                root,
+                ident,
+                resume.settings(self.experiment, self.options),
+                self.snap.command,
                 self.snap.started,
             )
             return
@@ -267,8 +266,13 @@ class _Run:
         except HostMismatch:
             self.discard(list(pending))
             raise
+        stop = self.options.stop
         while pending:
-            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            finished, _ = cf.wait(
+                pending, timeout=None if stop is None else 0.2, return_when=cf.FIRST_COMPLETED
+            )
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt  # as Ctrl-C: the children stop, the bundle is incomplete
             for future in finished:
                 what = pending.pop(future)
                 if isinstance(what, Variant):

@@ -403,3 +403,19 @@ def test_ctrl_c_prints_the_resume_command_and_resume_finishes(c_repo) -> None:
     assert done.returncode == 3, done.stdout + done.stderr  # ambiguous, as above
     assert f"resuming after step {kept}" in done.stderr
     assert "skipped commits leave 2 candidates" in done.stdout
+
+
+def test_probes_side_by_side_give_the_same_answer_in_fewer_rounds(c_repo) -> None:
+    c = c_repo["c"]
+    one = c_bisect(c_repo, "one-a-round", "--good", c[0], "--bad", "main")
+    three = c_bisect(c_repo, "three-a-round", "--good", c[0], "--bad", "main", "--probes", "3")
+    assert one.returncode == three.returncode == 3, three.stdout + three.stderr
+    for done in (one, three):  # c1 does not build: c1 and c2 stay candidates either way
+        assert "skipped commits leave 2 candidates" in done.stdout
+        assert f"{c[2]} pick: finish the edit" in done.stdout
+    marks = dict(probed(c_repo["tmp"] / "three-a-round"))
+    assert marks[c[0]] == "good" and marks[c[1]] == "skip" and marks[c[2]] == "bad"
+    # the first round held both ends and a midpoint; six commits need two rounds, not four
+    assert len(marks) <= len(probed(c_repo["tmp"] / "one-a-round")) + 2
+    saved = state(c_repo["tmp"] / "three-a-round")
+    assert saved["settings"]["probes"] == 3

@@ -14,7 +14,7 @@ before the exit-stats marker (with halt_on_error=0 the process is not killed for
 leak log is still proven complete. Leaks stay off otherwise: a torch process leaks by
 design and would bury the run in reports.
 
-The log's grammar and its parser are `asan_log.py`.
+The log's grammar and its parser are `asan.log`.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def wants_leak_check(options: Sequence[str]) -> bool:
 
 class Asan:
     """ASan with the runtime at `runtime` (found through `compiler` when None); with
-    `fold`, the report-fold shim (`asan_fold.build`) preloaded ahead of it."""
+    `fold`, the report-fold shim (`asan.shim.build`) preloaded ahead of it."""
 
     name = NAME
     checkers = frozenset({Checker.MEMCHECK})

@@ -4,7 +4,7 @@ Wrapping: `compute-sanitizer --tool T --print-limit N [--log-file F] [options] -
 `--error-exitcode` is deliberately not passed: it only applies when the application
 itself succeeded, so with it the exit code would mix the test's outcome with the
 checker's; csorch judges the two separately (exit code = the test, log = the checker).
-The log grammar and its parser live in `cs_log` (frames and their trimming in `cs_frames`).
+The log grammar and its parser live in `log` (frames and their trimming in `frames`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 synccheck, leak check), and the old CUDA-MEMCHECK wording.
 
 The grammar is the `*_RE` patterns below (memcheck, initcheck and synccheck records),
-in `cs_race` (racecheck's records) and in `cs_summary` (the end-of-run lines), each with
+in `racecheck` (racecheck's records) and in `summary` (the end-of-run lines), each with
 an example line (prefix removed). A checker line starts with the prefix (`=========`); a
 header line has one space after it, a detail line is indented further, and a bare
 prefix ends a record. Lines without the prefix (the application's own output) are
@@ -13,21 +13,21 @@ A log is complete only when an `ERROR SUMMARY` (or `RACECHECK SUMMARY`) line clo
 it and no record starts after the last summary; anything else (truncated log, crashed
 tool, no CUDA use with `--require-cuda-init no`) is incomplete, never clean. A complete
 log whose summary counts more (or fewer) records than csorch parsed carries a
-`count_mismatch`, which makes it inconclusive too (`cs_summary`).
+`count_mismatch`, which makes it inconclusive too (`summary`).
 
 With `--destroy-on-device-error kernel` the faulting kernel ends and the process goes
 on: records of later kernels follow, with no CUDA API error between them; with the
 default (`context`) the next CUDA call reports `Program hit cudaErrorLaunchFailure`.
 Both are plain sequences of records to this parser.
 
-Records are folded as they are parsed (`fold`: per case and signature the first few
+Records are folded as they are parsed (`findings.folding`: per case and signature the first few
 findings whole, the rest counted in `Finding.count`), so memory follows the distinct
 signatures, not the records; and a record whose signature already has its examples is
-counted without being read line by line (`cs_skim`, which keys a record on its
-patterns' named groups: a group named as in `cs_dispatch.VOLATILE` must never reach a
-signature), and the records after it shaped as it is are counted at once (`cs_runs`).
+counted without being read line by line (`skim`, which keys a record on its
+patterns' named groups: a group named as in `backends.dispatch.VOLATILE` must never reach a
+signature), and the records after it shaped as it is are counted at once (`runs`).
 The text is read in chunks (`skim.chunks`); each table below is dispatched as one
-regex (`cs_dispatch`).
+regex (`backends.dispatch`).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ DETAILS: tuple[tuple[re.Pattern[str], DetailHandler], ...] = (
     (HOST_MODULE_RE, _on_host_module),
 )
 # each table as one regex (first match, as a loop over it); the row of the line after
-# which a record's host backtrace comes (`cs_skim` steps over it)
+# which a record's host backtrace comes (`skim` steps over it)
 HEADER_DISPATCH = Dispatch(HEADERS)
 DETAIL_DISPATCH = Dispatch(DETAILS)
 SAVED_ROW = next(i for i, (p, _) in enumerate(DETAILS) if p is SAVED_BACKTRACE_RE)
@@ -265,7 +265,7 @@ def _split(state: State) -> tuple[int, int]:
 
 def _line(state: State, line: str, prefix: str) -> str | None:
     """One line (without its line end) through the grammar, but for a header line: its
-    text, for the caller (`parse`) to see whether `cs_skim` counts its record, then
+    text, for the caller (`parse`) to see whether `skim` counts its record, then
     `_header`."""
     line = line.rstrip("\r\n")
     n = len(prefix)
@@ -309,9 +309,9 @@ def parse(
     examples: int | None = folding.EXAMPLES,
 ) -> ParseResult:
     """Parse a compute-sanitizer text log: an open text file (read in chunks) or its
-    lines (with or without their line ends). Findings are folded (`fold`): per case and
+    lines (with or without their line ends). Findings are folded (`findings.folding`): per case and
     signature the first `examples` whole (None: all), the rest counted; a record whose
-    signature has its examples is counted without being read (`cs_skim`)."""
+    signature has its examples is counted without being read (`skim`)."""
     state = State(checker=checker, fold=folding.Fold(examples))
     skimmer = skim.Skimmer(prefix, HEADER_DISPATCH, DETAIL_DISPATCH, SAVED_ROW)
     # fast path: most of a memcheck log's bytes are host frames in this exact layout;

@@ -4,7 +4,7 @@ hazardous byte: "Potential RAW hazard detected at __shared__ ...", two thread li
 the values) and `all` (both). Each record has a severity (error, warning; info with
 `--print-level info`), and `RACECHECK SUMMARY: N hazards displayed (E errors, W
 warnings)` counts the displayed records by it: csorch keeps the severity on each finding
-so that its split can be checked against the tool's (`cs_summary`).
+so that its split can be checked against the tool's (`summary`).
 
 The grammar is the `*_RE` patterns below (prefix removed), each with an example; the
 wordings follow the Compute Sanitizer documentation ("Understanding Racecheck Analysis

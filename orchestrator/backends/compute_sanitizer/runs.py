@@ -2,17 +2,17 @@
 
 racecheck's hazard report prints a 7-line record per hazardous byte, each the one
 before with other numbers (the address, the block, the threads, the value). Counted one
-by one (`cs_skim`), such a record costs ~7 µs of Python, and the log reads at ~65 MB/s.
-So once `cs_skim` has counted a record, `Runs.count` makes its text a `Shape`: a regex
+by one (`skim`), such a record costs ~7 µs of Python, and the log reads at ~65 MB/s.
+So once `skim` has counted a record, `Runs.count` makes its text a `Shape`: a regex
 of its lines with every number a hole but those in the groups its key keeps (its
 kernel's offsets and line numbers), its host frames any host frames (as many), its bare
 prefix as it is. One match of `(?:shape)+` finds the run of records after it that
 have that shape; they are counted if every line of theirs with a hole has the same skim
 key item as the record's own line (`Dispatch.all_keyed`, over each line position's
-distinct texts at once): then `cs_skim` would have counted each of them with the same
+distinct texts at once): then `skim` would have counted each of them with the same
 key, in the same case. Anything else stops the run at the first record that differs,
-which `cs_skim` (or the line-by-line path) reads as before. A key keeps a few shapes;
-while records come one by one (a run of one costs more than `cs_skim`'s read), runs
+which `skim` (or the line-by-line path) reads as before. A key keeps a few shapes;
+while records come one by one (a run of one costs more than `skim`'s read), runs
 are tried only now and then.
 
 Why the shape keeps every other line exact: a hole matches only a number, which starts
@@ -21,7 +21,7 @@ indentation, "Saved host backtrace", "Host Frame:"), a line of a record that mat
 the shape starts with T when the record's own line does, and only then: it is a
 header, detail line, host frame or bare prefix as that line is, and the record ends
 where it does. Lines without a hole are the record's own lines. The keys are the
-grammar's (`cs_dispatch`), read from the lines themselves: the shape only finds the
+grammar's (`backends.dispatch`), read from the lines themselves: the shape only finds the
 run, it never decides what a line means.
 """
 
@@ -71,7 +71,7 @@ class Shape:
 
 class Runs:
     """Counts the records after a counted one that have its shape (see the module's
-    docstring). `headers` and `details` are the grammar's tables (`cs_log`)."""
+    docstring). `headers` and `details` are the grammar's tables (`log`)."""
 
     def __init__(self, prefix: str, headers: Dispatch, details: Dispatch) -> None:
         self.prefix = prefix
@@ -83,7 +83,7 @@ class Runs:
         self.saved = prefix + "     Saved host backtrace"
         # "=========         Host Frame: main [0x153b] in race"
         self.host_hole = rf"(?:{p}         Host Frame:[^\n]*\n)"
-        # "=========" or "========= " (a bare prefix: `cs_skim`'s `bare`), the record's end
+        # "=========" or "========= " (a bare prefix: `skim`'s `bare`), the record's end
         self.bare_re = re.compile(rf"{p}(?:\r*| [^\S\n]*)")
         self.reach = REACH
         self.shapes: dict[tuple, list[Shape]] = {}  # a skim key -> its shapes, latest first
@@ -93,7 +93,7 @@ class Runs:
         self.known: dict[str, tuple] = {}  # a line -> its key item, once checked
 
     def count(self, text: str, start: int, stop: int, key: tuple) -> tuple[int, int]:
-        """For a record that `cs_skim` counted with `key`, at [start, stop) of `text`:
+        """For a record that `skim` counted with `key`, at [start, stop) of `text`:
         (where reading goes on, how many records after it were counted: 0 for none).
         After `TRIES` records in a row with no run after them, `wait` says how many
         records the caller passes before it calls again."""
@@ -110,7 +110,7 @@ class Runs:
         at, n = found or (stop, 0)
         if n > 1:
             self.misses = 0
-        else:  # a run of one costs more than the record read by `cs_skim`: a miss too
+        else:  # a run of one costs more than the record read by `skim`: a miss too
             self.misses += 1
             if self.misses >= TRIES:
                 self.wait = BACKOFF - 1

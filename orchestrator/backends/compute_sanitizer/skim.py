@@ -2,7 +2,7 @@
 (`chunks`), and a record counted without being read whole once its signature has its
 examples (`Skimmer`).
 
-Once a case and signature have their examples (`fold`), csorch needs nothing of a
+Once a case and signature have their examples (`findings.folding`), csorch needs nothing of a
 further record but its count. Read line by line, a memcheck record of a pytest case is
 ~100 lines (~90 of them host frames) and racecheck's hazard report prints a 7-line
 record per hazardous byte: 10-30 MB/s. So after a record's header, `Skimmer.skim` reads
@@ -13,7 +13,7 @@ steps past it. Anything else (a case marker or the application's output inside t
 record, a detail line after the host backtrace, a record that the chunk's end cuts)
 leaves the record to the line-by-line path, which reads it whole: the result is the
 same either way (tests/unit/test_cs_skim.py). After a record it counted, the records
-shaped as that one are counted at once (`cs_runs`).
+shaped as that one are counted at once (`runs`).
 
 A key is each line's pattern and its named groups, less `VOLATILE` ones: so a key is
 finer than a signature (it keeps the offsets and line numbers of the frames) and stands
@@ -162,7 +162,7 @@ class Skimmer:
             return stop, key
         first, k = key, key
         # a hazard report is a long run of such records: stay here while they last, and
-        # count the records shaped as the last one counted at once (`cs_runs`)
+        # count the records shaped as the last one counted at once (`runs`)
         runs = self.runs
         while True:
             if runs.wait:  # records have come one by one: a run is tried now and then

@@ -1,10 +1,10 @@
 """The parse state of one compute-sanitizer log: the record being read (`Draft`) and
-what the log has said so far (`State`). The record grammars (`cs_log` for memcheck,
-initcheck and synccheck, `cs_race` for racecheck, `cs_summary` for the end-of-run
-lines) are handlers over these two; `cs_log.parse` drives them line by line.
+what the log has said so far (`State`). The record grammars (`log` for memcheck,
+initcheck and synccheck, `racecheck` for racecheck, `summary` for the end-of-run
+lines) are handlers over these two; `log.parse` drives them line by line.
 
-Records are folded as they close (`fold`): per case and signature the first few are
-kept whole, the rest only counted. `cs_skim` counts a record without reading it whole
+Records are folded as they close (`findings.folding`): per case and signature the first few are
+kept whole, the rest only counted. `skim` counts a record without reading it whole
 once its signature is known from its first lines (`State.signatures`)."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class State:
     fold: Fold = field(default_factory=Fold)
     case: str = ""
     draft: Draft | None = None
-    key: tuple | None = None  # the open record's skim key (`cs_skim`), when it has one
+    key: tuple | None = None  # the open record's skim key (`skim`), when it has one
     # skim key -> what a record with it counts as: (signature, checker, severity)
     signatures: dict[tuple, tuple[Signature, Checker, str]] = field(default_factory=dict)
     severities: dict[str, int] = field(default_factory=dict)  # racecheck records by severity

@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import proc
-from orchestrator.backends import Asan, ComputeSanitizer
+from orchestrator import backends, proc
+from orchestrator.backends import ComputeSanitizer
 from orchestrator.config.slurm import SlurmSettings, sbatch_argv
 from orchestrator.errors import CsorchError
 from orchestrator.executors import execute
@@ -353,10 +353,8 @@ def work(spool: Path, index: int, array: str, node: str) -> Path:
     backend = context["backend"]
     runtime = Path(context["asan_runtime"]) if context["asan_runtime"] else None
     fold = Path(context["asan_fold"]) if context.get("asan_fold") else None
-    checker = (
-        Asan(runtime, fold=fold)
-        if backend == "asan"
-        else ComputeSanitizer(context["checker_path"] or None)
+    checker = backends.make(
+        backend, asan_runtime=runtime, asan_fold=fold, sanitizer=context["checker_path"]
     )
     ctx = execute.Context(
         experiment=Experiment.from_dict(context["experiment"]),

@@ -5,7 +5,7 @@ report: completeness, summary counts, checker errors, and the findings grouped b
 signature (with counts and the case they were attributed to). Every compute-sanitizer
 log is also checked against the tool's own count: csorch's records plus the unprinted
 ones equal the ERROR SUMMARY (racecheck: the RACECHECK SUMMARY and its error/warning
-split); and its folded parse (`fold`: the first few findings per case and signature,
+split); and its folded parse (`findings.folding`: the first few findings per case and signature,
 the rest counted, records skimmed) against its parse with every finding kept, folded
 afterwards: they must be the same. A new captured log only needs its expected file, which
 `tools/fixture_expectation.py LOG --checker racecheck` drafts from the current parse

@@ -74,3 +74,75 @@ def test_a_damaged_state_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(CsorchError, match="not a bisection state"):
         bisector.load(tmp_path)
     assert bisector.load(tmp_path / "absent") is None
+
+
+# --- the driver with its evaluator passed in: the search itself, no build, no process ----
+
+HISTORY = tuple(Commit(f"{i:02d}" * 20, f"commit {i}") for i in range(24))
+
+
+def scripted(first_bad: int, skips: frozenset[int] = frozenset(), seen: list | None = None):
+    """An evaluator that marks commit i bad from `first_bad` on (skips: untestable)."""
+    index = {c.sha: i for i, c in enumerate(HISTORY)}
+
+    def evaluate(subj, spec, options, facts, events) -> Evaluation:
+        i = index[spec.ref]
+        if seen is not None:
+            seen.append(i)
+        mark = Mark.SKIP if i in skips else Mark.BAD if i >= first_bad else Mark.GOOD
+        bundle = options.out.resolve()
+        return Evaluation(mark, f"scripted {mark.value}", spec.ref, bundle=bundle, duration=1.0)
+
+    return evaluate
+
+
+def _search(tmp_path: Path) -> tuple[Path, bisector.State]:
+    search = dataclasses.replace(SEARCH, good=HISTORY[0].sha, bad=HISTORY[-1].sha)
+    out = tmp_path / "b"
+    return out, bisector.begin(out, search, SETTINGS, HISTORY)
+
+
+@pytest.mark.parametrize("first_bad", [1, 7, 12, 23])
+def test_the_driver_finds_the_first_bad_commit_with_any_evaluator(
+    tmp_path: Path, first_bad: int
+) -> None:
+    out, state = _search(tmp_path)
+    seen: list[int] = []
+    done = bisector.drive(out, state, None, None, evaluate=scripted(first_bad, seen=seen))
+    answer = bisector.bisect.status(done.bisection)
+    assert answer.found == HISTORY[first_bad]
+    # both ends are re-checked first, then about log2(24) midpoints
+    assert seen[:2] == [23, 0] and len(seen) <= 2 + 5
+    assert [s.commit.sha for s in done.steps] == [HISTORY[i].sha for i in seen]
+    assert done.elapsed == len(seen)
+    # every step was saved as it finished: a resume starts from the same record
+    assert bisector.load(out) == done
+
+
+def test_skips_leave_the_candidates_they_cannot_tell_apart(tmp_path: Path) -> None:
+    out, state = _search(tmp_path)
+    done = bisector.drive(out, state, None, None, evaluate=scripted(12, skips=frozenset({11})))
+    answer = bisector.bisect.status(done.bisection)
+    assert answer.found is None
+    assert [c.sha for c in answer.candidates] == [HISTORY[11].sha, HISTORY[12].sha]
+
+
+def test_three_probes_a_round_run_side_by_side_and_agree(tmp_path: Path) -> None:
+    import threading
+
+    out, state = _search(tmp_path)
+    state = dataclasses.replace(state, settings=dataclasses.replace(SETTINGS, probes=3))
+    together = threading.Barrier(3, timeout=10)  # the first round's three probes meet here
+    calls = iter(range(1000))
+    inner = scripted(12)
+
+    def evaluate(subj, spec, options, facts, events) -> Evaluation:
+        assert options.stop is not None  # each run can be stopped by the round
+        if next(calls) < 3:
+            together.wait()
+        return inner(subj, spec, options, facts, events)
+
+    done = bisector.drive(out, state, None, None, evaluate=evaluate)
+    assert bisector.bisect.status(done.bisection).found == HISTORY[12]
+    assert len(done.steps) <= 9 and sorted(s.number for s in done.steps) == list(range(1, len(done.steps) + 1))
+    assert bisector.load(out) == done

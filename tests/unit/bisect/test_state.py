@@ -14,6 +14,7 @@ from orchestrator.bisect.state import (
     Bisection,
     Commit,
     Mark,
+    round_of,
     status,
 )
 from orchestrator.errors import BisectError
@@ -218,3 +219,57 @@ def test_progress_figures() -> None:
     state = state.mark(history[-1].sha, B).mark(history[0].sha, G)
     state = state.mark(history[8].sha, G)
     assert state.remaining == 8 and status(state).untested == 7
+
+
+# --- multisection: several commits a round, the same answers ---------------------------
+
+
+def _verdicts(n: int, first_bad: int, skips: frozenset[int]):
+    return [Mark.SKIP if i in skips else Mark.BAD if i >= first_bad else Mark.GOOD
+            for i in range(n)]  # fmt: skip
+
+
+def _search(verdicts, probes: int, find_fix: bool = False):
+    """Rounds of `round_of` until done: (the final state, the rounds, probes spent)."""
+    commits = tuple(Commit(f"{i:040d}") for i in range(len(verdicts)))
+    flip = {Mark.GOOD: Mark.BAD, Mark.BAD: Mark.GOOD, Mark.SKIP: Mark.SKIP}
+    state = Bisection.start(commits, find_fix)
+    rounds = spent = 0
+    while picks := round_of(state, probes):
+        assert len(picks) <= probes and len({c.sha for c, _ in picks}) == len(picks)
+        rounds += 1
+        for commit, _ in picks:
+            mark = verdicts[int(commit.sha)]
+            state = state.mark(commit.sha, flip[mark] if find_fix else mark)
+            spent += 1
+    return state, rounds, spent
+
+
+@pytest.mark.parametrize("probes", [2, 3, 4, 7])
+def test_multisection_gives_the_answers_of_one_probe_a_round(probes: int) -> None:
+    rng = random.Random(probes)
+    for _ in range(300):
+        n = rng.randint(2, 40)
+        first_bad = rng.randint(1, n - 1)
+        skips = frozenset(i for i in range(1, n - 1) if rng.random() < 0.2)
+        verdicts = _verdicts(n, first_bad, skips)
+        for find_fix in (False, True):
+            one, _, _ = _search(verdicts, 1, find_fix)
+            many, _, _ = _search(verdicts, probes, find_fix)
+            a, b = status(one), status(many)
+            assert (a.found, a.candidates) == (b.found, b.candidates), (verdicts, probes)
+
+
+def test_three_probes_find_one_of_24_commits_in_three_rounds() -> None:
+    for first_bad in range(1, 24):
+        state, rounds, _ = _search(_verdicts(24, first_bad, frozenset()), 3)
+        assert status(state).found.sha == f"{first_bad:040d}"
+        assert rounds <= 3, (first_bad, rounds)
+    _, one_rounds, _ = _search(_verdicts(24, 12, frozenset()), 1)
+    assert one_rounds >= 6  # one a round: the ends, then about log2(22) midpoints
+
+
+def test_an_end_that_rechecks_otherwise_stops_a_multisection_too() -> None:
+    verdicts = [Mark.BAD] * 10  # the old end shows the target
+    with pytest.raises(BisectError, match="--good"):
+        _search(verdicts, 3)

@@ -133,27 +133,6 @@ def test_run_only_some_cases(tmp_path: Path) -> None:
     assert good.exit_code == cli.ExitCode.PASS, good.output
 
 
-def test_devices_all_fans_out_only_over_two_or_more_gpus() -> None:
-    from orchestrator.errors import CsorchError
-    from orchestrator.host import Host
-
-    two = Host("3.11", "linux", gpus=("NVIDIA H200", "NVIDIA H200"))
-    one = Host("3.11", "linux", gpus=("NVIDIA H200",))
-    none = Host("3.11", "linux")
-    resolve = cli_app.resolve_devices
-    assert resolve("all", "compute-sanitizer", two) == ("0", "1")
-    assert resolve("all", "compute-sanitizer", one) == ()
-    assert resolve("all", "asan", none) == () and resolve(None, "asan", none) == ()
-    assert resolve("1,0", "compute-sanitizer", one) == ("1", "0")
-    for text, backend, message in [
-        ("", "compute-sanitizer", "names no device"),
-        ("0,0", "compute-sanitizer", "listed 2 times"),
-        ("0", "asan", "the ASan backend runs on the CPU"),
-    ]:
-        with pytest.raises(CsorchError, match=message):
-            resolve(text, backend, two)
-
-
 # --- found when tried as a new user would (issue 11): clear errors, no tracebacks -------
 
 E2E = ROOT / "tests" / "fixtures" / "e2e"

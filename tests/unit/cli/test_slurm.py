@@ -9,10 +9,6 @@ import pytest
 from typer.testing import CliRunner
 
 from orchestrator import cli
-from orchestrator.cli.slurm import executor_for
-from orchestrator.config.experiment import load_experiment
-from orchestrator.errors import CsorchError
-from orchestrator.executors.slurm import executor as slurm
 
 runner = CliRunner()
 
@@ -39,17 +35,6 @@ def _config(tmp_path: Path, extra: str = "") -> Path:
 def test_bad_executor_flags_are_usage_errors(tmp_path: Path, args: list[str], words: str) -> None:
     result = runner.invoke(cli.app, ["run", str(_config(tmp_path)), "--backend", "asan", *args])
     assert result.exit_code == cli.ExitCode.USAGE and words in result.output, result.output
-
-
-def test_the_config_chooses_and_the_flags_override(tmp_path: Path) -> None:
-    e = load_experiment(_config(tmp_path, "executor: slurm\nslurm: {partition: gpu}\n"))
-    chosen = executor_for(e, None, ["throttle=4"])
-    assert isinstance(chosen, slurm.Slurm)
-    assert (chosen.settings.partition, chosen.settings.throttle) == ("gpu", 4)
-    assert chosen.describe()["name"] == "slurm"
-    assert executor_for(e, "local", None) is None
-    with pytest.raises(CsorchError, match="need --executor slurm"):
-        executor_for(e, "local", ["partition=x"])
 
 
 def test_slurm_task_outside_an_array_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:

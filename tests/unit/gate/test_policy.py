@@ -1,18 +1,16 @@
-"""gate: the policy file, the gate's truth table, and `csorch gate` over real bundles
-(pass, fail, inconclusive, a truncated one and an interrupted one)."""
+"""gate: the policy file and the gate's truth table (the gate run over real bundles:
+test_pipeline.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from orchestrator import cli, gate, judge
+from orchestrator import gate, judge
 from orchestrator.errors import ConfigError
 from orchestrator.findings import suppressions
 from orchestrator.gate import allowances
@@ -244,111 +242,3 @@ def test_bad_gate_configs(tmp_path: Path, text: str, line: int, words: str) -> N
         gate.load_policy(path)
     message = info.value.message
     assert f"gate.yaml:{line}" in message and words in message, message
-
-
-# --- csorch gate over real bundles ---------------------------------------------------
-
-
-def gate_from(*bundles: Path, config: Path = E2E / "c-oob.yaml"):
-    args = ["gate", str(config)]
-    for b in bundles:
-        args += ["--from", str(b)]
-    result = runner.invoke(cli.app, args)
-    # Rich wraps long lines at the runner's width: compare words, not line breaks
-    return result.exit_code, " ".join(result.output.split())
-
-
-def test_gate_from_bundles_exit_codes(cprog_bundles: dict[str, Path]) -> None:
-    code, output = gate_from(cprog_bundles["pass"])
-    assert code == cli.ExitCode.PASS, output
-    assert "gate: PASS" in output and "asan caught c-oob/control" in output
-    code, output = gate_from(cprog_bundles["fail"], config=E2E / "c-oob-nofix.yaml")
-    assert code == cli.ExitCode.FAIL, output
-    assert "the fix is not causal" in output
-    code, output = gate_from(cprog_bundles["inconclusive"], config=E2E / "c-oob-badpatch.yaml")
-    assert code == cli.ExitCode.INCONCLUSIVE, output
-    assert "does not apply" in output
-    # the gate config lists c-oob; a bundle of another experiment leaves it unjudged
-    code, output = gate_from(cprog_bundles["fail"], config=E2E / "gate-cprog.yaml")
-    assert code == cli.ExitCode.FAIL  # c-oob-nofix fails; c-oob is missing
-    assert "experiment c-oob: no results" in output
-
-
-def test_gate_from_a_truncated_or_interrupted_bundle_is_inconclusive(
-    cprog_bundles: dict[str, Path], tmp_path: Path
-) -> None:
-    truncated = shutil.copytree(cprog_bundles["pass"], tmp_path / "truncated")
-    text = (truncated / "results.json").read_text()
-    (truncated / "results.json").write_text(text[: len(text) // 2])
-    code, output = gate_from(truncated)
-    assert code == cli.ExitCode.INCONCLUSIVE, output
-    assert "cannot be read" in output and "not valid JSON" in output
-    interrupted = shutil.copytree(cprog_bundles["pass"], tmp_path / "interrupted")
-    doc = json.loads((interrupted / "results.json").read_text())
-    doc.update(complete=False, interrupted=True)
-    (interrupted / "results.json").write_text(json.dumps(doc))
-    code, output = gate_from(interrupted)
-    assert code == cli.ExitCode.INCONCLUSIVE, output
-    assert "incomplete (interrupted)" in output
-    # a log cut short after the run: the evidence no longer matches its manifest
-    cut = shutil.copytree(cprog_bundles["pass"], tmp_path / "cut")
-    log = next(p for p in sorted((cut / "logs").rglob("*.log")) if p.stat().st_size)
-    log.write_bytes(log.read_bytes()[: log.stat().st_size // 2])
-    code, output = gate_from(cut)
-    assert code == cli.ExitCode.INCONCLUSIVE, output
-    assert "does not verify (1 problem(s)), first: log" in output and "mismatch" in output
-
-
-def test_an_expired_allowance_turns_a_passing_gate_red(
-    cprog_bundles: dict[str, Path], tmp_path: Path
-) -> None:
-    config = tmp_path / "gate.yaml"
-    text = (
-        f"name: g\nexperiments: [{E2E / 'c-oob.yaml'}]\npolicy:\n  allow:\n"
-        "    - {kind: heap-use-after-free, reason: 'issue #12, fixed upstream', expires: DATE}\n"
-    )
-    config.write_text(text.replace("DATE", "2999-01-01"))
-    code, output = gate_from(cprog_bundles["pass"], config=config)
-    assert code == cli.ExitCode.PASS, output
-    assert "matched no finding: remove it" in output  # c-oob has no use-after-free
-    config.write_text(text.replace("DATE", "2020-01-01"))
-    code, output = gate_from(cprog_bundles["pass"], config=config)
-    assert code == cli.ExitCode.FAIL, output
-    assert "gate.yaml:5) expired on 2020-01-01 (reason given: issue #12, fixed upstream)" in output
-
-
-def test_gate_usage_errors(tmp_path: Path) -> None:
-    code, output = gate_from(tmp_path)
-    assert code == cli.ExitCode.USAGE and "not a results bundle" in output
-    two = runner.invoke(
-        cli.app, ["gate", str(E2E / "gate-cprog.yaml"), str(ROOT / "configs/release-gate.yaml")]
-    )
-    assert two.exit_code == cli.ExitCode.USAGE and "at most one gate config" in two.output
-
-
-@pytest.mark.process
-def test_gate_runs_writes_gate_json_and_the_report(tmp_path: Path) -> None:
-    out = tmp_path / "gate"
-    result = runner.invoke(
-        cli.app,
-        [
-            "gate",
-            str(E2E / "gate-cprog.yaml"),
-            "--backend",
-            "asan",
-            "--out",
-            str(out),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        ],
-    )
-    assert result.exit_code == cli.ExitCode.PASS, result.output
-    doc = json.loads((out / "gate.json").read_text())
-    assert doc["schema"] == "csorch.gate/1" and doc["verdict"] == "pass"
-    assert [e["name"] for e in doc["experiments"]] == ["c-oob"]
-    report = (out / "report.md").read_text()
-    assert "## Release gate `gate-cprog`: **PASS**" in report
-    assert "| asan | c-oob/control |" in report
-    # the stored gate judged again gives the same verdict
-    again = runner.invoke(cli.app, ["gate", str(E2E / "gate-cprog.yaml"), "--from", str(out)])
-    assert again.exit_code == cli.ExitCode.PASS, again.output

@@ -49,7 +49,7 @@ print("built", a.root)
 
 
 def tree_of(root: Path, name: str = "v") -> SourceTree:
-    """A fresh copy of `root`, as the workflow materializes one per variant and run."""
+    """A fresh copy of `root`, as the pipeline materializes one per variant and run."""
     copy = root.parent / f"copy{next(_copies)}"
     shutil.copytree(root, copy)
     return SourceTree(name, copy, tree_digest(copy), SourceSpec(SourceKind.PATH, str(root)))

@@ -51,7 +51,7 @@ def runs() -> cs_runs.Runs:
 def count_after_first(
     records: list[list[str]], runner: cs_runs.Runs | None = None, text: str | None = None
 ):
-    """`Runs.count` for the first record of `records`, as `cs_skim` calls it once it has
+    """`Runs.count` for the first record of `records`, as `skim` calls it once it has
     counted that record: (the records counted after it, the text, where it stopped)."""
     if text is None:
         text = "\n".join(line for r in records for line in r) + "\n"

@@ -1,0 +1,75 @@
+"""`csorch compare`: pinned-release controls side by side (installed wheel, rebuilt,
+patched), from a fresh run or a stored bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator import bundle
+from orchestrator.cli.common import (
+    DEFAULT_CACHE,
+    VERDICT_EXIT,
+    Backend,
+    CacheDir,
+    ExitCode,
+    Jobs,
+    app,
+    err,
+    fail,
+    out,
+)
+from orchestrator.cli.progress import run_one
+from orchestrator.config.experiment import load_experiment
+from orchestrator.errors import BundleError, CsorchError
+from orchestrator.judge import compare
+from orchestrator.model import Verdict
+from orchestrator.report import verdicts
+from orchestrator.run import options
+
+
+@app.command("compare")
+def compare_command(
+    config: Annotated[Path, typer.Argument(help="the experiment config (YAML)")],
+    from_: Annotated[
+        Path | None, typer.Option("--from", help="compare a stored bundle; run nothing")
+    ] = None,
+    backend: Backend = "auto",
+    out_dir: Annotated[Path | None, typer.Option("--out", help="the results bundle")] = None,
+    jobs: Jobs = None,
+    cache_dir: CacheDir = DEFAULT_CACHE,
+) -> None:
+    """Pinned-release controls side by side (installed wheel, rebuilt, patched): binary
+    identities, outcomes per case, signature sets, and whether the controls agree and the
+    patch removes what they share. Exit 0 yes, 1 the patch does not, 3 undecided."""
+    try:
+        options.check_backend(backend)
+        experiment = load_experiment(config)
+    except CsorchError as exc:
+        raise fail(exc) from None
+    if from_ is not None:
+        try:
+            records = bundle.records(bundle.read(from_)[0])
+        except BundleError as exc:
+            raise fail(exc) from None
+        sources, builds, attempts = records.sources, records.builds, records.attempts
+        experiment = records.experiment
+    else:
+        target = out_dir or options.default_out(experiment.name)
+        try:
+            choice, facts = options.choose_backend(backend)
+            options.check_out(target)
+        except CsorchError as exc:
+            raise fail(exc) from None
+        out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
+        opts = options.make(choice, target, cache=cache_dir, jobs=jobs)
+        result = run_one(experiment, opts, facts)
+        sources, builds, attempts = result.sources, result.builds, result.attempts
+    c = compare.compare(experiment, sources, builds, attempts)
+    out.print(verdicts.comparison(c))
+    if c.inconclusive or not c.agree or not c.shared:
+        err.print("controls undecided: see the statements above", highlight=False)
+        raise typer.Exit(ExitCode.INCONCLUSIVE)
+    raise typer.Exit(VERDICT_EXIT[Verdict.PASS if c.removes else Verdict.FAIL])

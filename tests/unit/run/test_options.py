@@ -1,0 +1,53 @@
+"""run/options: the checks every verb shares, and Options made in one place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.backends import Choice
+from orchestrator.errors import CsorchError
+from orchestrator.host import Host
+from orchestrator.run import options
+
+
+def test_devices_all_fans_out_only_over_two_or_more_gpus() -> None:
+    two = Host("3.11", "linux", gpus=("NVIDIA H200", "NVIDIA H200"))
+    one = Host("3.11", "linux", gpus=("NVIDIA H200",))
+    none = Host("3.11", "linux")
+    resolve = options.resolve_devices
+    assert resolve("all", "compute-sanitizer", two) == ("0", "1")
+    assert resolve("all", "compute-sanitizer", one) == ()
+    assert resolve("all", "asan", none) == () and resolve(None, "asan", none) == ()
+    assert resolve("1,0", "compute-sanitizer", one) == ("1", "0")
+    for text, backend, message in [
+        ("", "compute-sanitizer", "names no device"),
+        ("0,0", "compute-sanitizer", "listed 2 times"),
+        ("0", "asan", "the ASan backend runs on the CPU"),
+    ]:
+        with pytest.raises(CsorchError, match=message):
+            resolve(text, backend, two)
+
+
+def test_options_are_made_with_the_choice_and_default_jobs(tmp_path: Path) -> None:
+    made = options.make(Choice("asan", "no GPU"), tmp_path, repeat=2)
+    assert (made.backend, made.reason, made.out, made.repeat) == ("asan", "no GPU", tmp_path, 2)
+    assert made.jobs == options.default_jobs() >= 1
+    assert options.make(Choice("asan", ""), tmp_path, jobs=3).jobs == 3
+
+
+def test_a_new_out_must_be_an_empty_directory_or_absent(tmp_path: Path) -> None:
+    options.check_out(tmp_path / "new")
+    options.check_out(tmp_path)  # empty
+    (tmp_path / "f").write_text("x")
+    for path, says in [(tmp_path, "not empty"), (tmp_path / "f", "is a file"),
+                       (tmp_path / "f" / "sub", "a file")]:  # fmt: skip
+        with pytest.raises(CsorchError, match=says):
+            options.check_out(path)
+
+
+def test_an_unknown_backend_names_the_choices() -> None:
+    with pytest.raises(CsorchError, match="unknown backend 'gpu'") as caught:
+        options.check_backend("gpu")
+    assert "compute-sanitizer" in caught.value.hint
