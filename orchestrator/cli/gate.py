@@ -3,6 +3,7 @@ by `gate.pipeline`; this module turns the flags into a request and prints."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -23,9 +24,11 @@ from orchestrator.cli.common import (
     cannot_write,
     err,
     fail,
+    interrupt,
+    interrupted,
     out,
 )
-from orchestrator.cli.progress import run_one
+from orchestrator.cli.progress import run_one, table_of, together
 from orchestrator.errors import CsorchError
 from orchestrator.gate import manifest, pipeline
 from orchestrator.model import Verdict
@@ -77,6 +80,9 @@ def gate_command(
         Path | None,
         typer.Option(help="continue the gate kept in this --out directory (killed or interrupted)"),
     ] = None,
+    serial: Annotated[
+        bool, typer.Option("--serial", help="run the experiments one after another")
+    ] = False,
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
@@ -89,6 +95,7 @@ def gate_command(
         executor=executor,
         slurm=tuple(slurm) if slurm else None,
         cache=cache_dir,
+        together=not serial,
     )
     request = pipeline.Request(
         configs=tuple(configs or ()),
@@ -97,12 +104,31 @@ def gate_command(
         resume=resume,
         stored=tuple(from_ or ()),
     )
+
+    def start(events_for):  # type: ignore[no-untyped-def]
+        return pipeline.run(
+            request,
+            reporter=_Said(),
+            run_one=run_one,
+            render=verdicts.gate_report,
+            events_for=events_for,
+        )
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        done = pipeline.run(request, reporter=_Said(), run_one=run_one, render=verdicts.gate_report)
+        done = together(start)
     except CsorchError as exc:
         raise fail(exc) from None
     except pipeline.NotWritten as exc:
         raise _not_written(exc) from None
+    except KeyboardInterrupt:  # experiments run together: each journal keeps its part
+        raise interrupted(
+            journal.resume_command("gate", out_dir or resume or Path("OUT"))
+        ) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    for result in done.runs:
+        table_of(result, result.backend)
     out.print(verdicts.gate(done.result))
     if done.out is not None:
         where = f"gate: {done.out / manifest.GATE}; report: {done.out / manifest.REPORT}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -17,14 +19,17 @@ from orchestrator.report import table
 from orchestrator.run import journal, pipeline
 from orchestrator.run.options import Options
 
+T = TypeVar("T")
+
 
 class _Progress(pipeline.Events):
     """Rich progress bars for builds and attempts (called from worker threads)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, name: str = "") -> None:
         self.progress = progress
-        self.builds = progress.add_task("building", total=0)
-        self.runs = progress.add_task("running", total=0)
+        self.at = f"{name}: " if name else ""  # several experiments at once: whose bar
+        self.builds = progress.add_task(f"{self.at}building", total=0)
+        self.runs = progress.add_task(f"{self.at}running", total=0)
         self.phases: dict[Job, str] = {}  # a cluster executor's jobs: queued/running/done
 
     def planned(self, variants: list[str], jobs: int) -> None:
@@ -43,17 +48,19 @@ class _Progress(pipeline.Events):
         )
 
     def build_started(self, variant: str) -> None:
-        self.progress.update(self.builds, description=f"building {variant}")
+        self.progress.update(self.builds, description=f"{self.at}building {variant}")
 
     def build_finished(self, build: Build) -> None:
         state = "cached" if build.cached else "built" if build.ok else "[red]FAILED[/]"
-        self.progress.console.print(f"  {build.variant}: {build.kind.value} {state}")
+        self.progress.console.print(f"  {self.at}{build.variant}: {build.kind.value} {state}")
         self.progress.advance(self.builds)
 
     def attempt_started(self, job: Job) -> None:
         if self.phases:  # a cluster's queue: the counts say more than one name
             return
-        self.progress.update(self.runs, description=f"running {job.variant}/{job.run}/{job.case}")
+        self.progress.update(
+            self.runs, description=f"{self.at}running {job.variant}/{job.run}/{job.case}"
+        )
 
     def attempt_finished(self, attempt: Attempt) -> None:
         self.progress.advance(self.runs)
@@ -63,7 +70,7 @@ class _Progress(pipeline.Events):
         counts = {p: list(self.phases.values()).count(p) for p in ("queued", "running", "done")}
         self.progress.update(
             self.runs,
-            description=f"slurm: {counts['queued']} queued, {counts['running']} running, "
+            description=f"{self.at}slurm: {counts['queued']} queued, {counts['running']} running, "
             f"{counts['done']} done",
         )
 
@@ -108,3 +115,45 @@ def run_one(
     )
     out.print(f"bundle: {result.bundle} ({time.monotonic() - start:.0f} s)", highlight=False)
     return result
+
+
+def together(start: Callable[[Callable[[Experiment], pipeline.Events]], T]) -> T:
+    """`start(events_for)` (a gate that may run its experiments at once) with one set of
+    progress bars, a pair per experiment, shown from the first `events_for` call (a gate
+    running one by one shows `run_one`'s bars instead); each experiment's table is the
+    caller's to print afterwards (`table_of`)."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    progress = Progress(*columns, console=err, transient=True)
+    shown = []
+
+    def events_for(experiment: Experiment) -> pipeline.Events:
+        if not shown:
+            progress.start()
+            shown.append(True)
+        return _Progress(progress, experiment.name)
+
+    try:
+        return start(events_for)
+    finally:
+        if shown:
+            progress.stop()
+
+
+def table_of(result: pipeline.RunResult, backend: str) -> None:
+    """Print one experiment's table and where its bundle is."""
+    out.print(
+        table.render(
+            result.experiment,
+            result.builds,
+            result.attempts,
+            result.judgement,
+            backend=backend,
+            not_run=result.not_run,
+        )
+    )
+    out.print(f"bundle: {result.bundle}", highlight=False)

@@ -10,9 +10,11 @@ from the records (the report layer sits above this one).
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
 import datetime
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,8 @@ class Settings:
     executor: str | None = None  # local | slurm (default: each experiment's own)
     slurm: tuple[str, ...] | None = None  # KEY=VALUE over the configs' slurm: blocks
     cache: Path = cache.DEFAULT_DIR
+    # every experiment at once, one pool of jobs (`run_together`); False: one by one
+    together: bool = True
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ class GateRun:
     judged: tuple[Judged, ...]
     plan: Plan
     out: Path | None
+    runs: tuple[pipeline.RunResult, ...] = ()  # the experiments run together, in order
 
 
 class NotWritten(Exception):
@@ -287,27 +292,80 @@ def run_experiments(
     run_one: RunOne = quietly,
 ) -> list[Judged]:
     """Each experiment into its own bundle `out/<name>` (resumed from its journal when
-    `resume`; one never begun starts afresh), judged."""
+    `resume`; one never begun starts afresh), judged, one after another."""
     again = journal.resume_command("gate", out)
     judged = []
-    for experiment, runner in zip(plan.experiments, plan.runners, strict=True):
-        target = out / experiment.name
-        resumed = resume and not fresh(target)
-        # under Slurm each attempt gets its GPU from the scheduler (--gres)
-        opts = options.make(
-            choice,
-            target,
-            cache=settings.cache,
-            jobs=settings.jobs,
-            repeat=settings.repeat,
-            devices=devices if runner is None else (),
-            fanout=settings.fanout,
-            executor=runner,
-            resume=resumed,
-        )
+    for experiment, opts in zip(
+        plan.experiments, _options(plan, settings, choice, out, devices, resume), strict=True
+    ):
         result = run_one(experiment, opts, facts, again)
         judged.append(Judged(experiment, result.attempts, result.judgement, str(result.bundle)))
     return judged
+
+
+def run_together(
+    plan: Plan,
+    settings: Settings,
+    choice: backends.Choice,
+    facts: host.Facts,
+    out: Path,
+    devices: tuple[str, ...],
+    resume: bool,
+    events_for: Callable[[Experiment], pipeline.Events] | None = None,
+) -> list[pipeline.RunResult]:
+    """Every experiment at once, as one plan: all builds start at second 0 (a build two
+    experiments share, one cache key, is built once: the second waits on its lock and
+    finds it), and their builds and attempts share one pool of `jobs` slots. Each
+    experiment's bundle is what it would be alone. Ctrl-C (KeyboardInterrupt here)
+    stops them all; each journal keeps what finished."""
+    stop = threading.Event()
+    slots = threading.BoundedSemaphore(settings.jobs or options.default_jobs())
+    runs = [
+        dataclasses.replace(opts, stop=stop, slots=slots)
+        for opts in _options(plan, settings, choice, out, devices, resume)
+    ]
+    events = [events_for(e) if events_for else None for e in plan.experiments]
+    with cf.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
+        futures = [
+            pool.submit(pipeline.run_experiment, e, opts, facts, ev)
+            for e, opts, ev in zip(plan.experiments, runs, events, strict=True)
+        ]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            stop.set()  # the others stop their children; their bundles say incomplete
+            cf.wait(futures)
+            raise
+
+
+def _options(
+    plan: Plan,
+    settings: Settings,
+    choice: backends.Choice,
+    out: Path,
+    devices: tuple[str, ...],
+    resume: bool,
+) -> list[Options]:
+    """Each experiment's options: its bundle `out/<name>`, resumed when `resume` and its
+    directory holds a journal (one never begun starts afresh)."""
+    made = []
+    for experiment, runner in zip(plan.experiments, plan.runners, strict=True):
+        target = out / experiment.name
+        made.append(
+            options.make(
+                choice,
+                target,
+                cache=settings.cache,
+                jobs=settings.jobs,
+                repeat=settings.repeat,
+                # under Slurm each attempt gets its GPU from the scheduler (--gres)
+                devices=devices if runner is None else (),
+                fanout=settings.fanout,
+                executor=runner,
+                resume=resume and not fresh(target),
+            )
+        )
+    return made
 
 
 def finish(out: Path, result: GateResult, judged: Sequence[Judged], report: str) -> None:
@@ -328,11 +386,13 @@ def run(
     run_one: RunOne = quietly,
     render: Render | None = None,
     today: datetime.date | None = None,
+    events_for: Callable[[Experiment], pipeline.Events] | None = None,
 ) -> GateRun:
     """The whole gate. CsorchError for bad input (nothing run); NotWritten when the gate
     directory cannot be written; a KeyboardInterrupt from `run_one` passes through (each
     experiment's journal keeps what finished). `render` makes report.md (default:
-    `plain`, the verdict alone)."""
+    `plain`, the verdict alone). Experiments run together (`Settings.together`, local
+    executors, two or more) report through `events_for`, one by one through `run_one`."""
     reporter = reporter or Reporter()
     if request.resume is not None:
         request = resumed(request)
@@ -340,6 +400,7 @@ def run(
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
     settings = request.settings
     plan = load(request.configs, settings)
+    runs: list[pipeline.RunResult] = []
     out = request.out
     if request.stored:
         judged, missing, broken = judge_stored(plan, request.stored)
@@ -358,9 +419,13 @@ def run(
         devices = options.resolve_devices(settings.devices, choice.backend, facts.fast)
         if devices:
             reporter.devices(devices, settings.fanout)
-        judged = run_experiments(
-            plan, settings, choice, facts, out, devices, request.resume is not None, run_one
-        )
+        resuming = request.resume is not None
+        local = all(r is None for r in plan.runners)
+        if settings.together and local and len(plan.experiments) > 1:
+            runs = run_together(plan, settings, choice, facts, out, devices, resuming, events_for)
+            judged = [Judged(r.experiment, r.attempts, r.judgement, str(r.bundle)) for r in runs]
+        else:
+            judged = run_experiments(plan, settings, choice, facts, out, devices, resuming, run_one)
         missing, broken, ran = [], [], True
     result = decide(plan.policy, judged, missing, broken)
     if out is not None:
@@ -370,7 +435,7 @@ def run(
             finish(out, result, judged, text)
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
-    return GateRun(result, tuple(judged), plan, out)
+    return GateRun(result, tuple(judged), plan, out, tuple(runs))
 
 
 def check_new(out: Path) -> None:

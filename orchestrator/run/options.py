@@ -40,6 +40,8 @@ class Options:
     selected: tuple[str, ...] = ()  # the --case names (kept for a resume)
     # set by a caller running several pipelines in threads: stops this one as Ctrl-C does
     stop: threading.Event | None = None
+    # shared by several pipelines at once (a gate's experiments): the jobs they all hold
+    slots: threading.Semaphore | None = None
 
 
 def default_jobs() -> int:

@@ -257,9 +257,19 @@ class _Run:
             self.snap.sources.sort(key=lambda s: self.variants.index(s.variant))
             self.bundle.write(self.snap)
 
+    def slot(self, work, *args):  # type: ignore[no-untyped-def]
+        """`work(*args)`, holding one of the caller's shared slots when it gave some
+        (`Options.slots`: several experiments at once share one pool of jobs)."""
+        if self.options.slots is None:
+            return work(*args)
+        with self.options.slots:
+            if self.cancel.is_set():
+                raise KeyboardInterrupt  # stopped while waiting for a slot
+            return work(*args)
+
     def drive(self, pool: cf.ThreadPoolExecutor) -> None:
         pending: dict[cf.Future, object] = {
-            pool.submit(self.prepare, v): v for v in self.experiment.variants
+            pool.submit(self.slot, self.prepare, v): v for v in self.experiment.variants
         }
         try:  # the builds are under way: torch's answer now, before any record or attempt
             self.settle()
@@ -299,7 +309,7 @@ class _Run:
                         if reuse and slot(job) in self.kept:
                             self.finish_attempt(self.kept[slot(job)], journaled=True)
                         elif built.ok:
-                            pending[pool.submit(self.attempt, job, built)] = job
+                            pending[pool.submit(self.slot, self.attempt, job, built)] = job
                         else:
                             self.forget(job)
                             run = self.experiment.run(job.run)

@@ -176,3 +176,24 @@ def test_gate_usage_errors(tmp_path: Path) -> None:
     assert code == cli.ExitCode.USAGE and "not a results bundle" in output
     code, output = gate_cli(str(E2E / "gate-cprog.yaml"), str(ROOT / "configs/release-gate.yaml"))
     assert code == cli.ExitCode.USAGE and "at most one gate config" in output
+
+
+def test_experiments_run_together_decide_as_one_by_one(tmp_path: Path) -> None:
+    configs = (E2E / "c-oob.yaml", E2E / "c-oob-nofix.yaml")
+    decided = {}
+    for together in (True, False):
+        settings = pipeline.Settings(
+            backend="asan", cache=tmp_path / f"cache-{together}", jobs=2, together=together
+        )
+        out = tmp_path / f"gate-{together}"
+        done = pipeline.run(pipeline.Request(configs, settings, out=out))
+        assert len(done.runs) == (2 if together else 0)
+        decided[together] = (
+            done.result.verdict,
+            [(e.name, e.verdict) for e in done.result.experiments],
+            [sorted((a.variant, a.case, a.outcome) for a in j.attempts) for j in done.judged],
+        )
+        for j in done.judged:  # each bundle complete and verifying, as if run alone
+            assert json.loads((Path(j.bundle) / "results.json").read_text())["complete"]
+    assert decided[True] == decided[False]
+    assert decided[True][0] is Verdict.FAIL  # c-oob-nofix's fix is not causal
