@@ -192,7 +192,7 @@ def drive(
         events = reporter.run_events if probes == 1 else None
         return evaluate(subj, spec, opts, facts, events)
 
-    while picks := state_round(state, probes):
+    while picks := round_of(state.bisection, probes):
         first = max((s.number for s in state.steps), default=0) + 1
         numbered = [(first + k, commit, role) for k, (commit, role) in enumerate(picks)]
         for number, commit, _ in numbered:
@@ -216,11 +216,6 @@ def drive(
                 raise
         status = bisect.status(state.bisection)
     return state
-
-
-def state_round(state: State, probes: int) -> tuple[tuple[Commit, str], ...]:
-    """The commits of the next round (see `bisect.state.round_of`)."""
-    return round_of(state.bisection, probes)
 
 
 def _record(out: Path, state: State, step: Step) -> State:

@@ -121,10 +121,8 @@ def gate_command(
         raise fail(exc) from None
     except pipeline.NotWritten as exc:
         raise _not_written(exc) from None
-    except KeyboardInterrupt:  # experiments run together: each journal keeps its part
-        raise interrupted(
-            journal.resume_command("gate", out_dir or resume or Path("OUT"))
-        ) from None
+    except pipeline.Interrupted as exc:  # run together: each journal keeps its part
+        raise interrupted(journal.resume_command("gate", exc.out)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     for result in done.runs:

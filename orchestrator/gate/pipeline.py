@@ -106,6 +106,15 @@ class NotWritten(Exception):
         self.error, self.out, self.result, self.ran = error, out, result, ran
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while the experiments ran together: `out` holds the gate to
+    resume (each journal keeps what finished)."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__(str(out))
+        self.out = out
+
+
 class Reporter:
     """What a gate says while it runs (the CLI prints it)."""
 
@@ -298,9 +307,12 @@ def run_experiments(
     for experiment, opts in zip(
         plan.experiments, _options(plan, settings, choice, out, devices, resume), strict=True
     ):
-        result = run_one(experiment, opts, facts, again)
-        judged.append(Judged(experiment, result.attempts, result.judgement, str(result.bundle)))
+        judged.append(_judged(run_one(experiment, opts, facts, again)))
     return judged
+
+
+def _judged(result: pipeline.RunResult) -> Judged:
+    return Judged(result.experiment, result.attempts, result.judgement, str(result.bundle))
 
 
 def run_together(
@@ -422,8 +434,13 @@ def run(
         resuming = request.resume is not None
         local = all(r is None for r in plan.runners)
         if settings.together and local and len(plan.experiments) > 1:
-            runs = run_together(plan, settings, choice, facts, out, devices, resuming, events_for)
-            judged = [Judged(r.experiment, r.attempts, r.judgement, str(r.bundle)) for r in runs]
+            try:
+                runs = run_together(
+                    plan, settings, choice, facts, out, devices, resuming, events_for
+                )
+            except KeyboardInterrupt:
+                raise Interrupted(out) from None
+            judged = [_judged(r) for r in runs]
         else:
             judged = run_experiments(plan, settings, choice, facts, out, devices, resuming, run_one)
         missing, broken, ran = [], [], True

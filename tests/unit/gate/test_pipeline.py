@@ -197,3 +197,15 @@ def test_experiments_run_together_decide_as_one_by_one(tmp_path: Path) -> None:
             assert json.loads((Path(j.bundle) / "results.json").read_text())["complete"]
     assert decided[True] == decided[False]
     assert decided[True][0] is Verdict.FAIL  # c-oob-nofix's fix is not causal
+
+
+def test_ctrl_c_while_together_names_the_gate_to_resume(tmp_path: Path) -> None:
+    def events_for(experiment):
+        raise KeyboardInterrupt  # as Ctrl-C lands while the experiments start
+
+    configs = (E2E / "c-oob.yaml", E2E / "c-oob-nofix.yaml")
+    settings = pipeline.Settings(backend="asan", cache=tmp_path / "cache")
+    with pytest.raises(pipeline.Interrupted) as caught:
+        pipeline.run(pipeline.Request(configs, settings, out=tmp_path / "g"), events_for=events_for)
+    assert caught.value.out == tmp_path / "g"
+    assert (tmp_path / "g" / pipeline.GATE_RUN).is_file()  # what the resume starts from
