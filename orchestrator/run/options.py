@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from orchestrator import backends, cache, host
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
+from orchestrator.judge import Judgement
+from orchestrator.model import Attempt, Build
 from orchestrator.model.job import Fanout
 from orchestrator.run.plan import parse_devices
 
@@ -42,6 +45,9 @@ class Options:
     stop: threading.Event | None = None
     # shared by several pipelines at once (a gate's experiments): the jobs they all hold
     slots: threading.Semaphore | None = None
+    # how the run is judged (builds, attempts) -> Judgement; None: causality against the
+    # experiment's expectations (a scan, which states none, passes its own: run/scan.py)
+    judge: Callable[[Sequence[Build], Sequence[Attempt]], Judgement] | None = None
 
 
 def default_jobs() -> int:

@@ -345,8 +345,11 @@ class _Run:
         self.record(attempts=attempt)
 
     def conclude(self, *, complete: bool) -> judge.Judgement:
-        failed = judge.failed_builds(self.snap.builds)
-        judgement = judge.causality(self.experiment, self.snap.attempts, failed)
+        if self.options.judge is not None:
+            judgement = self.options.judge(self.snap.builds, self.snap.attempts)
+        else:
+            failed = judge.failed_builds(self.snap.builds)
+            judgement = judge.causality(self.experiment, self.snap.attempts, failed)
         with self.lock:
             self.snap.cases = list(tallies.case_results(self.snap.attempts))
             self.snap.judgement = judgement
