@@ -20,7 +20,7 @@ from orchestrator.cli.common import (
     out,
 )
 from orchestrator.cli.progress import run_one
-from orchestrator.config.schema import DURATION_RE, UNITS
+from orchestrator.config.schema import DURATION_RE, PRESETS, UNITS
 from orchestrator.errors import CsorchError
 from orchestrator.run import options, scan
 
@@ -66,6 +66,12 @@ def scan_command(
             "--option", metavar="OPT", help="an extra compute-sanitizer option (repeatable)"
         ),
     ] = None,
+    preset: Annotated[
+        str, typer.Option(help="a named set of compute-sanitizer options: " + ", ".join(PRESETS))
+    ] = "",
+    target_processes: Annotated[
+        str, typer.Option(help="all | application-only (default: the tool's, all)")
+    ] = "",
     out_dir: Annotated[
         Path | None,
         typer.Option("--out", help="the results bundle (default: results/scan-<tree>-<time>)"),
@@ -90,6 +96,8 @@ def scan_command(
             checker=checker,
             build=build,
             options=tuple(option or ()),
+            preset=preset,
+            target_processes=target_processes,
             timeout=_seconds(timeout),
         )
         if out_dir is not None:

@@ -55,6 +55,12 @@ def default_jobs() -> int:
     return min(os.cpu_count() or 1, 8)
 
 
+def racecheck_workers(jobs: int) -> int:
+    """racecheck's CPU threads per child: the CPUs shared among the `jobs` children that
+    may run at once (at least one); left to itself, each racecheck takes every CPU."""
+    return max(1, (os.cpu_count() or 1) // max(1, jobs))
+
+
 def make(choice: backends.Choice, out: Path, *, jobs: int | None = None, **settings) -> Options:
     """The one place Options are made: the backend chosen (and why), the results
     directory, the jobs (default `default_jobs()`), any other field by name."""

@@ -41,7 +41,7 @@ from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
 from orchestrator.run import build, resume
 from orchestrator.run.journal import Journal
-from orchestrator.run.options import Options
+from orchestrator.run.options import Options, racecheck_workers
 from orchestrator.run.plan import plan
 from orchestrator.run.sources import Workspace
 
@@ -111,6 +111,7 @@ class _Run:
             options.backend,
             asan_runtime=host.asan_runtime,
             sanitizer=host.compute_sanitizer_path,
+            racecheck_workers=racecheck_workers(options.jobs),
         )
         # the report-fold shim (backends/asan/shim.py), built once per content in the cache
         fold = (

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from orchestrator.config.schema import PRESETS, TARGET_PROCESSES
 from orchestrator.errors import CsorchError
 from orchestrator.judge import Judgement, failed_builds, judged_findings
 from orchestrator.model import (
@@ -120,6 +121,8 @@ def experiment(
     checker: str = "memcheck",
     build: str | None = None,
     options: Sequence[str] = (),
+    preset: str = "",
+    target_processes: str = "",
     timeout: float = 900.0,
     repeats: int = 1,
     name: str = "",
@@ -132,13 +135,36 @@ def experiment(
         raise CsorchError(f"--source {tree}: not a directory", hint="give the subject's tree")
     the_case = case(argv, cwd)
     the_checker = checker_of(checker)
-    if options and the_checker is Checker.NONE:
-        raise CsorchError("--option is a checker option; --checker none runs no checker")
+    if (options or preset or target_processes) and the_checker is Checker.NONE:
+        raise CsorchError(
+            "--option, --preset and --target-processes are checker options; "
+            "--checker none runs no checker"
+        )
+    if preset and preset not in PRESETS:
+        raise CsorchError(f"unknown preset {preset!r}", hint="choose one of: " + ", ".join(PRESETS))
+    if preset and the_checker.value not in PRESETS[preset].checkers:
+        raise CsorchError(
+            f"preset {preset} is for {', '.join(PRESETS[preset].checkers)}, not {checker}",
+            hint="drop --preset, or pick one for --checker " + checker,
+        )
+    if target_processes and target_processes not in TARGET_PROCESSES:
+        raise CsorchError(
+            f"--target-processes {target_processes!r}",
+            hint="choose one of: " + ", ".join(TARGET_PROCESSES),
+        )
     return Experiment(
         name=_slug([name or f"scan-{tree.name}"]),
         source=SourceSpec(SourceKind.PATH, str(tree)),
         variants=(Variant(VARIANT, build_spec(build), description="the tree as it is"),),
-        runs=(Run(the_checker.value, the_checker, options=tuple(options)),),
+        runs=(
+            Run(
+                the_checker.value,
+                the_checker,
+                options=tuple(options),
+                preset=preset,
+                target_processes=target_processes,
+            ),
+        ),
         cases=(the_case,),
         repeats=repeats,
         timeout=timeout,

@@ -48,6 +48,8 @@ def test_a_program_is_a_command_case_and_build_words_are_split(tmp_path: Path) -
     assert exp.variants[0].build.command == ("make", "CC=gcc -O1", "bug")
     assert exp.runs[0].checker is Checker.RACECHECK
     assert scan.build_spec("jit").kind is BuildKind.JIT
+    cccl = scan.experiment(["./bug"], cwd=tmp_path, preset="cccl", target_processes="all")
+    assert (cccl.runs[0].preset, cccl.runs[0].target_processes) == ("cccl", "all")
 
 
 @pytest.mark.parametrize(
@@ -58,6 +60,9 @@ def test_a_program_is_a_command_case_and_build_words_are_split(tmp_path: Path) -
         (["./bug"], {"checker": "asan"}, "unknown checker 'asan'"),
         (["./bug"], {"checker": "none", "options": ("--padding", "64")}, "checker option"),
         (["./bug"], {"source": Path("/nonexistent/tree")}, "not a directory"),
+        (["./bug"], {"preset": "nope"}, "unknown preset 'nope'"),
+        (["./bug"], {"checker": "synccheck", "preset": "leaks"}, "preset leaks is for memcheck"),
+        (["./bug"], {"target_processes": "some"}, "--target-processes 'some'"),
     ],
 )
 def test_bad_command_lines_say_what_to_do(tmp_path: Path, argv, kw, words) -> None:
