@@ -16,8 +16,10 @@ TORCH_PIN="torch==2.13.0"
 BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
 # test-only, CPU install only; the offline GPU machine lacks them and their tests skip
 # there with the reason: jsonschema validates SARIF against the official schema
-# (tests/unit/test_sarif.py); hypothesis drives the parser and config fuzzing (tests/fuzz)
-TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3)
+# (tests/unit/report/test_sarif.py), the example workflow and config schema; lxml validates
+# JUnit against the Ant schema (tests/unit/report/test_junit.py); hypothesis drives the
+# parser and config fuzzing (tests/fuzz)
+TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3 lxml==6.1.3)
 NEEDED_MODULES="torch pybind11 typer rich yaml pytest ninja setuptools"
 
 if [ ! -x "$VENV/bin/python" ]; then

@@ -82,13 +82,15 @@ def make(
     asan_runtime: Path | str | None = None,
     asan_fold: Path | None = None,
     sanitizer: Path | str | None = None,
+    racecheck_workers: int = 0,
 ) -> Asan | ComputeSanitizer:
     """The one place a run's checker backend is made: "asan" (its runtime, else found;
-    the report-fold shim once built) or "compute-sanitizer" (its path, else found)."""
+    the report-fold shim once built) or "compute-sanitizer" (its path, else found;
+    racecheck's CPU threads bounded to `racecheck_workers`, 0 for the tool's default)."""
     if backend == "asan":
         return Asan(asan_runtime or None, fold=asan_fold)
     if backend == "compute-sanitizer":
-        return ComputeSanitizer(sanitizer or None)
+        return ComputeSanitizer(sanitizer or None, racecheck_workers=racecheck_workers)
     raise ValueError(f"no backend {backend!r} (resolve auto with choose)")
 
 

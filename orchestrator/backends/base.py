@@ -83,11 +83,15 @@ class Backend(Protocol):
         options: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
+        preset: str = "",
+        target_processes: str = "",
     ) -> Wrapped:
         """`argv` under the checker. `env` is the attempt's environment delta, so that a
         backend can extend a variable (LD_PRELOAD) instead of replacing it. `log_path`:
         where the checker writes its own log; None keeps its output in the command's
-        stream, interleaved with the case markers (how findings are attributed)."""
+        stream, interleaved with the case markers (how findings are attributed).
+        `preset` (a named set of options) and `target_processes` are the run's, for a
+        backend that has them."""
         ...
 
     def parse(self, lines: Iterable[str]) -> ParseResult: ...

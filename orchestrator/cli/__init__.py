@@ -1,7 +1,7 @@
 """The csorch command line: the only package that prints (with Rich) and exits.
 
-One module a verb (run, gate, compare, bisect, probe, report, verify, doctor, and the
-hidden slurm-task), each registering its command on `app` when imported below; `common`
+One module a verb (run, scan, gate, compare, bisect, probe, report, verify, doctor, schema,
+and the hidden slurm-task), each registering its command on `app` when imported below; `common`
 holds what they share, `progress` what run, gate and compare show while an experiment
 runs. A verb turns its flags into a call of the library and prints; the work is below.
 
@@ -19,6 +19,8 @@ from orchestrator.cli import (  # noqa: F401 (each registers its verbs)
     probe,
     report,
     run,
+    scan,
+    schema,
     slurm,
     verify,
 )

@@ -22,7 +22,7 @@ from orchestrator import gate, report
 from orchestrator.cli.common import ExitCode, app, fail, out
 from orchestrator.errors import BundleError, ConfigError, CsorchError
 from orchestrator.gate import allowances
-from orchestrator.report import table
+from orchestrator.report import sarif, table
 
 FORMATS = ("table", *report.FORMATS)
 
@@ -71,6 +71,14 @@ def report_command(
             help="a gate config: show the findings its allowances tolerate as allowed",
         ),
     ] = None,
+    repo_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo-root",
+            help="sarif: URIs relative to this directory (default: the repository holding "
+            "the experiment's source), as code scanning maps them",
+        ),
+    ] = None,
 ) -> None:
     """Render a results bundle as a table, Markdown (a PR's validation section), JUnit
     XML, SARIF 2.1.0 or its results.json. Suppressed findings are always shown as such;
@@ -108,7 +116,10 @@ def report_command(
         except OSError as exc:
             raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
         raise typer.Exit(ExitCode.PASS)
-    text = report.render(fmt, results, manifest)
+    if fmt == "sarif" and repo_root is not None:
+        text = sarif.render(results, manifest, root=repo_root.resolve())
+    else:
+        text = report.render(fmt, results, manifest)
     if output is None:
         # verbatim: Rich would read `[...]` in Markdown as markup and wrap long lines
         typer.echo(text, nl=False)

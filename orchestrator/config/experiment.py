@@ -25,6 +25,8 @@ the closest key for a misspelt one. Paths are relative to the config file.
       - name: memcheck                    # none | memcheck | initcheck | racecheck | synccheck
         checker: memcheck
         options: [--padding, 512]         # extra compute-sanitizer options
+        preset: cccl                      # a named set of them (config/schema.py: PRESETS)
+        target_processes: all             # or application-only (default: the tool's, all)
         suppressions: [cublas.xml]        # the tool's suppression XML: matches stay, marked
         env: {PYTORCH_NO_CUDA_MEMORY_CACHING: 1}
         repeats: 4                        # overrides the experiment's
@@ -80,9 +82,11 @@ from orchestrator.config.schema import (
     BUILD,
     CASE,
     ENV_NAME_RE,
+    PRESETS,
     RESERVED_OPTIONS,
     RUN,
     SOURCE,
+    TARGET_PROCESSES,
     TOP,
     URL_RE,
     VARIANT,
@@ -307,10 +311,22 @@ class _Reader:
                 raise item.error(f"{flag} is set by csorch: {RESERVED_OPTIONS[flag]}")
         env, repeats = f.get("env"), f.get("repeats")
         timeout, description = f.get("timeout"), f.get("description")
+        preset, targets = f.get("preset"), f.get("target_processes")
+        for key, view in (("preset", preset), ("target_processes", targets)):
+            if view is not None and checker is Checker.NONE:
+                raise view.error(f"{key} sets checker options; this run's checker is none")
+        name = preset.choice(list(PRESETS)) if preset else ""
+        if name and checker.value not in PRESETS[name].checkers:  # type: ignore[attr-defined]
+            raise preset.error(  # type: ignore[union-attr]
+                f"preset {name} is for {', '.join(PRESETS[name].checkers)}, not {checker.value}",  # type: ignore[attr-defined]
+                hint="drop it from this run, or pick a preset for its checker",
+            )
         return Run(
             name=f.require("name").name(),
             checker=checker,  # type: ignore[arg-type]
             options=opts,
+            preset=name,
+            target_processes=targets.choice(list(TARGET_PROCESSES)) if targets else "",
             suppressions=self._suppressions(f.get("suppressions"), checker),  # type: ignore[arg-type]
             env=_env(env) if env else (),
             repeats=repeats.integer(minimum=1) if repeats else None,

@@ -6,6 +6,7 @@ an example file."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # \Z, not $: `$` also matches before a final newline, and "v\n" is no directory name
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -49,10 +50,55 @@ BUILD = {
     "env": "environment for the build",
     "flags": "extra compile flags (jit and wheel)",
 }
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named set of compute-sanitizer options that projects converge on; the argv itself
+    is the backend's (backends/compute_sanitizer/backend.py's PRESETS, kept equal by a
+    test), this is what the config reader and the docs need."""
+
+    what: str  # what it is for
+    source: str  # who runs it that way
+    checkers: tuple[str, ...]  # the tools that take these options
+
+
+PRESETS = {
+    "cccl": Preset(
+        "guard bytes past each allocation, use-after-free through the stream-ordered "
+        "allocator, and the device heap checked",
+        "NVIDIA CCCL's compute-sanitizer CI (--padding 512 --track-stream-ordered-races all "
+        "--check-device-heap yes)",
+        ("memcheck",),
+    ),
+    "leaks": Preset(
+        "device allocations not freed at exit, as findings",
+        "CCCL and RAPIDS cuDF's memcheck runs (--leak-check full)",
+        ("memcheck",),
+    ),
+    "pool-allocator": Preset(
+        "a pool allocator's sub-allocations seen as allocations, through its NVTX memory "
+        "annotations (RMM, PyTorch's caching allocator kept on)",
+        "compute-sanitizer's NVTX memory API support (--nvtx yes), as RMM documents it",
+        ("memcheck", "initcheck"),
+    ),
+    "blocking": Preset(
+        "every kernel launch made synchronous, so a report is attributed to the launch "
+        "that made it (fewer reports: the first faulting thread per kernel)",
+        "compute-sanitizer's --force-blocking-launches, PyTorch's CUDA_LAUNCH_BLOCKING=1 "
+        "habit under memcheck",
+        ("memcheck", "initcheck", "racecheck", "synccheck"),
+    ),
+}
+#: compute-sanitizer's --target-processes values
+TARGET_PROCESSES = ("all", "application-only")
+
 RUN = {
     "name": "the run's name",
     "checker": "none, memcheck, initcheck, racecheck or synccheck",
     "options": "extra compute-sanitizer options",
+    "preset": "a named set of compute-sanitizer options: " + ", ".join(PRESETS),
+    "target_processes": "which processes compute-sanitizer follows: all or application-only",
     "suppressions": "compute-sanitizer suppression XML files (paths relative to this file)",
     "env": "environment for the cases",
     "repeats": "N for this run",
@@ -99,4 +145,5 @@ RESERVED_OPTIONS = {
     "--xml": "csorch parses the text log",
     "--read": "a run executes its cases; it does not replay a saved log",
     "--prefix": "the log parser expects the default prefix",
+    "--target-processes": "write the run's target_processes: all or application-only",
 }

@@ -120,7 +120,14 @@ def _wrap(
             ).wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
             return argv, {**env, **dict(runtime.env)}, NoChecker().parse
         return argv, env, NoChecker().parse
-    wrapped = ctx.checker.wrap(argv, checker=run.checker, options=run.options, env=env)
+    wrapped = ctx.checker.wrap(
+        argv,
+        checker=run.checker,
+        options=run.options,
+        env=env,
+        preset=run.preset,
+        target_processes=run.target_processes,
+    )
     parse: Parser = (
         ctx.checker.parse
         if ctx.backend == "asan"

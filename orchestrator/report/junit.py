@@ -1,4 +1,5 @@
-"""JUnit XML of a bundle: one testcase per case node x variant x run x device.
+"""JUnit XML of a bundle: one testcase per case node x variant x run x device, valid
+against the Apache Ant JUnit schema that CI systems read (tests/fixtures/junit/JUnit.xsd).
 
 CI systems read JUnit, so a bundle's cases show up beside the project's other tests:
 - the classname is `<experiment>.<variant>.<run>[.gpu<device>]` and the name is the
@@ -8,12 +9,17 @@ CI systems read JUnit, so a bundle's cases show up beside the project's other te
   that did not build -> <error>, skipped -> <skipped>. A test that passed with evidence
   that cannot be trusted (a truncated checker log, a timeout) is an <error> of type
   "inconclusive": never a pass, as in the verdict;
-- checker findings are data, not failures (a control is supposed to show them): the
-  findings attributed to the node are listed in its <system-out>, grouped by signature,
-  and counted in a property beside the variant's role (control or fix);
+- checker findings are data, not failures (a control is supposed to show them);
 - an experiment is one <testsuite>, with its verdict and reasons as properties; a case
   that was never attempted (an interrupted run) is a <skipped> testcase, so the counts
   show the gap rather than hide it.
+The schema allows properties and output on the testsuite only, not on a testcase, so a
+testcase's facts (role, checker, repeats, outcomes, findings) are one suite property
+named `testcase:<classname>::<name>`, and its findings and logs a section of the suite's
+<system-out> headed `[<classname>::<name>]`. It also requires what the Ant task always
+wrote: the suite's package, id, hostname ("localhost": a bundle records no host name)
+and timestamp (zone-less), every testcase's time (0 where the attempt ran several nodes
+and no node's own time is known), and <system-out>/<system-err>, even empty.
 Pure: documents in, text out.
 """
 
@@ -44,13 +50,6 @@ def _element(parent: ET.Element, tag: str, text: str = "", **attrs: object) -> E
     if text:
         child.text = _clean(text)
     return child
-
-
-def _properties(parent: ET.Element, pairs: Sequence[tuple[str, object]]) -> None:
-    if pairs:
-        props = _element(parent, "properties")
-        for name, value in pairs:
-            _element(props, "property", name=name, value=value)
 
 
 def _findings_text(cell: rows.Cell) -> str:
@@ -91,22 +90,21 @@ def _testcase(
     cell: rows.Cell,
     attempts: Sequence[Attempt],
     props: list[tuple[str, object]],
-) -> str:
+) -> tuple[str, tuple[str, object], str]:
+    """Add the testcase; (its element, its suite property, its <system-out> section)."""
     name = f"{case} {rows.OUTSIDE}" if cell.node == rows.OUTSIDE else cell.node
-    attrs: dict[str, object] = {"name": name, "classname": classname}
-    if not any(n.nodeid != cell.node for a in attempts for n in a.nodes):
-        # the attempts ran this node alone: their time is its time
-        attrs["time"] = f"{sum(a.duration for a in attempts):.3f}"
-    testcase = _element(suite, "testcase", **attrs)
-    _properties(
-        testcase,
-        [
-            *props,
-            ("csorch.repeats", cell.repeats),
-            ("csorch.outcomes", ",".join(o.value for o in cell.outcomes)),
-            ("csorch.findings", cell.records),
-        ],
-    )
+    alone = not any(n.nodeid != cell.node for a in attempts for n in a.nodes)
+    # the attempts ran this node alone: their time is its time
+    time = sum(a.duration for a in attempts) if alone else 0.0
+    testcase = _element(suite, "testcase", name=name, classname=classname, time=f"{time:.3f}")
+    facts = [
+        *props,
+        ("repeats", cell.repeats),
+        ("outcomes", ",".join(o.value for o in cell.outcomes)),
+        ("findings", cell.records),
+    ]
+    key = f"{classname}::{name}"
+    prop = (f"testcase:{key}", "; ".join(f"{k}={v}" for k, v in facts))
     element, kind, message = _status(cell)
     if element == "skipped":
         _element(testcase, "skipped", message=message)
@@ -115,9 +113,8 @@ def _testcase(
         _element(testcase, element, body, type=kind, message=message)
     out = _findings_text(cell)
     logs = [f"log: {a.log}" for a in attempts if a.log]
-    if out or logs:
-        _element(testcase, "system-out", "\n".join([*logs, out]).strip() + "\n")
-    return element
+    section = f"[{key}]\n" + "\n".join([*logs, out]).strip() if out or logs else ""
+    return element, prop, section
 
 
 def _suite_properties(results: Mapping[str, Any], manifest: Mapping[str, Any], judgement):
@@ -159,44 +156,53 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     groups = rows.groups(records.attempts)
     broken = judge.failed_builds(records.builds)
     tools = {a.run: a.checker.value for a in records.attempts}
-    root = ET.Element("testsuites", name="csorch")
-    suite = _element(root, "testsuite", name=experiment.name)
-    _properties(suite, _suite_properties(results, manifest, records.judgement))
+    root = ET.Element("testsuites")
+    # the Ant schema's order: name, package and id of an aggregated suite first
+    suite = _element(root, "testsuite", name=experiment.name, package=experiment.name, id=0)
+    properties = _element(suite, "properties")
+    pairs = _suite_properties(results, manifest, records.judgement)
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
+    sections = []
     for variant, run, device, case in _plan(experiment, records.attempts):
         classname = f"{experiment.name}.{variant}.{run}"
         classname += f".{device_label(device)}" if device else ""
         props: list[tuple[str, object]] = [
-            ("csorch.role", experiment.role(variant) or "other"),
-            ("csorch.checker", tools.get(run, experiment.run(run).checker.value)),
+            ("role", experiment.role(variant) or "other"),
+            ("checker", tools.get(run, experiment.run(run).checker.value)),
         ]
         attempts = groups.get((case, variant, run, device))
         if not attempts:
-            testcase = _element(suite, "testcase", name=case, classname=classname)
-            _properties(testcase, props)
+            testcase = _element(suite, "testcase", name=case, classname=classname, time="0.000")
             _element(testcase, "skipped", message="never attempted (the run did not get to it)")
+            facts = "; ".join(f"{k}={v}" for k, v in props)
+            pairs.append((f"testcase:{classname}::{case}", f"{facts}; never attempted"))
             counts["tests"] += 1
             counts["skipped"] += 1
             continue
         for node in rows.nodes(attempts, case):
             cell = rows.cell(attempts, node, broken.get(variant, ""))
-            element = _testcase(suite, classname, case, cell, attempts, props)
+            element, prop, section = _testcase(suite, classname, case, cell, attempts, props)
+            pairs.append(prop)
+            sections += [section] if section else []
             counts["tests"] += 1
             if element:
                 counts[element] += 1
-    time = f"{sum(a.duration for a in records.attempts):.3f}"
+    for name, value in pairs:
+        _element(properties, "property", name=name, value=value)
+    _element(suite, "system-out", "\n\n".join(sections) + "\n" if sections else "")
+    _element(suite, "system-err")
+    # the schema's timestamp has no zone (the bundle records UTC) and is required
+    stamp = str(results.get("started") or results.get("finished") or "1970-01-01T00:00:00")
+    suite.set("timestamp", stamp[:19])
+    suite.set("hostname", "localhost")
     totals = {
         "tests": counts["tests"],
         "failures": counts["failure"],
         "errors": counts["error"],
         "skipped": counts["skipped"],
-        "time": time,
+        "time": f"{sum(a.duration for a in records.attempts):.3f}",
     }
-    for element in (root, suite):
-        for key, value in totals.items():
-            element.set(key, str(value))
-    if results.get("started"):
-        # the JUnit schema's timestamp has no zone: the bundle records UTC
-        suite.set("timestamp", str(results["started"])[:19])
+    for key, value in totals.items():
+        suite.set(key, str(value))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

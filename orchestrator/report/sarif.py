@@ -13,9 +13,18 @@ shifts line numbers.
 
 Levels: a finding in a control variant is the defect the control exists to reproduce,
 so it is a "note"; anywhere else (the fix, other variants) it is an "error".
-Locations come from the top frame that has a file and a line (the frame the signature
-starts from, noise skipped); a file inside the variant's tree is given relative to the
-source (`SRCROOT`), since every variant builds in its own scratch copy. Pure.
+
+Upload-safe locations: code scanning (GitHub's, and others) places a result only at a
+path relative to the repository it analyzes, and drops a result with no location. So
+every URI is relative to the repository root (`%SRCROOT%`: the nearest directory with a
+`.git` above the experiment's source, or `root=` given; the source itself when there
+is none), never an absolute `file://` of the machine that ran, and every result has one
+physical location: the top frame whose file lies in the variant's tree (a file in the
+scratch copy or the cached build is mapped back to the source it came from), else the
+case's test file, else the experiment's config, else the repository root. A frame
+outside the tree (a system or torch header) is kept as text in the result's
+`topFrame` property, and `locationFrom` says which of those the location is.
+Pure but for one look: whether a `.git` exists above the source.
 """
 
 from __future__ import annotations
@@ -36,14 +45,15 @@ from orchestrator.findings.signatures import (
     signature,
     top_frames,
 )
-from orchestrator.model import Attempt, Experiment, Finding, Frame, Signature, SourceKind
+from orchestrator.model import Attempt, Experiment, Finding, Signature, SourceKind
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 VERSION = "2.1.0"
 FINGERPRINT_KEY = "csorchSignature/v1"
-BASE = "SRCROOT"
+#: the repository root, as code scanning names it (CodeQL writes the same)
+BASE = "%SRCROOT%"
 
 _WORD_RE = re.compile(r"[^A-Za-z0-9]+")
 
@@ -95,49 +105,97 @@ def _relative(file: str, roots: Sequence[Path]) -> str | None:
     return None
 
 
-def _frame(finding: Finding) -> Frame | None:
-    """The top frame with a file and a line, among the frames the signature keeps."""
-    frames = top_frames(finding.frames) or top_frames(f for f in finding.host_frames if f.function)
-    return next((f for f in frames if f.file and f.line), None)
+def repository(directory: Path) -> Path | None:
+    """The repository holding `directory`: the nearest directory with a `.git` (a
+    directory, or a worktree's file), or None."""
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+class _Places:
+    """Where an experiment's files are, relative to the repository root."""
+
+    def __init__(self, experiment: Experiment, root: Path | None) -> None:
+        main = experiment.source
+        local = Path(main.location) if main.location.startswith("/") else None
+        here = local / (main.subdir if main.kind is SourceKind.GIT else "") if local else None
+        self.root = root or (repository(local) if local else None) or here
+        self.experiment = experiment
+
+    def relative(self, path: str | Path) -> str | None:
+        """`path` relative to the root, or None when it lies outside (or there is none)."""
+        if self.root is None or not str(path).startswith("/"):
+            return None
+        try:
+            rel = PurePosixPath(Path(path)).relative_to(PurePosixPath(self.root))
+        except ValueError:
+            return None
+        return None if ".." in rel.parts else str(rel)
+
+    def tree(self, variant: str) -> str | None:
+        """The variant's source directory relative to the root ("" for the root itself),
+        or None when it lies outside the repository (a remote one, another checkout)."""
+        spec = self.experiment.source_for(self.experiment.variant(variant))
+        if not spec.location.startswith("/"):
+            return None
+        rel = self.relative(
+            Path(spec.location) / (spec.subdir if spec.kind is SourceKind.GIT else "")
+        )
+        return None if rel is None else "" if rel == "." else rel
+
+    def fallbacks(self, case: str) -> list[tuple[str, str]]:
+        """(uri, what) for a result no frame places: the case's test file, the config."""
+        out = []
+        the_case = next((c for c in self.experiment.cases if c.name == case), None)
+        for target in the_case.pytest if the_case else ():
+            rel = self.relative(target.partition("::")[0])
+            if rel:
+                out.append((rel, "test"))
+        if self.experiment.config is not None:
+            rel = self.relative(self.experiment.config)
+            if rel:
+                out.append((rel, "config"))
+        return out
 
 
 def _location(
-    finding: Finding, sig: Signature, roots: Sequence[Path], base: str
-) -> list[dict[str, Any]]:
-    location: dict[str, Any] = {}
-    frame = _frame(finding)
-    if frame is not None:
-        rel = _relative(frame.file, roots)
+    finding: Finding,
+    sig: Signature,
+    roots: Sequence[Path],
+    tree: str | None,
+    fallbacks: Sequence[tuple[str, str]],
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """([the one location], the properties saying where it came from)."""
+    frames = top_frames(finding.frames) or top_frames(f for f in finding.host_frames if f.function)
+    with_file = [f for f in frames if f.file and f.line]
+    physical: dict[str, Any] = {}
+    source = ""
+    for frame in with_file:
+        rel = _relative(frame.file, roots) if tree is not None else None
         if rel:
-            artifact = {"uri": quote(rel), "uriBaseId": base}
-        elif frame.file.startswith("/"):
-            artifact = {"uri": Path(frame.file).as_uri()}
-        else:
-            artifact = {"uri": quote(frame.file)}
-        location["physicalLocation"] = {
-            "artifactLocation": artifact,
-            "region": {"startLine": int(frame.line)},
-        }
+            uri = f"{tree}/{rel}" if tree else rel
+            physical = {
+                "artifactLocation": {"uri": quote(uri), "uriBaseId": BASE},
+                "region": {"startLine": int(frame.line or 0)},
+            }
+            source = "frame"
+            break
+    if not physical:
+        uri, source = next(iter(fallbacks), (".", "repository"))
+        physical = {"artifactLocation": {"uri": quote(uri), "uriBaseId": BASE}}
+    location: dict[str, Any] = {"physicalLocation": physical}
     if sig.function:
         location["logicalLocations"] = [{"name": sig.function, "kind": "function"}]
-    return [location] if location else []
-
-
-def _bases(experiment: Experiment) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """variant -> its uriBaseId, and the ids that map to a local directory."""
-    ids, uris = {}, {}
-    for v in experiment.variants:
-        spec = experiment.source_for(v)
-        base = BASE if v.source is None else f"{BASE}_{_WORD_RE.sub('_', v.name)}"
-        ids[v.name] = base
-        if spec.location.startswith("/"):  # a URL of a remote repository maps to no file
-            where = Path(spec.location) / (spec.subdir if spec.kind is SourceKind.GIT else "")
-            uris[base] = {"uri": where.as_uri().rstrip("/") + "/"}
-    return ids, uris
+    props = {"locationFrom": source}
+    if with_file and source != "frame":
+        props["topFrame"] = f"{with_file[0].file}:{with_file[0].line}"
+    return [location], props
 
 
 def _results(
-    experiment: Experiment, records: bundle.Records
+    experiment: Experiment, records: bundle.Records, places: _Places
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(results, rules): rules in the order their first result came."""
     rules: dict[str, dict[str, Any]] = {}
@@ -146,7 +204,6 @@ def _results(
     for a in records.attempts:
         by[(a.variant, a.run, a.case)].append(a)
     trees = {s.variant: [s.root] for s in records.sources}
-    bases, _ = _bases(experiment)
     out = []
     keys = [
         (v.name, r.name, c.name)
@@ -173,12 +230,15 @@ def _results(
                 f"{case} (variant {variant}{f', the {role}' if role else ''}; run {run})"
             )
             roots = trees.get(variant, [])
+            locations, where = _location(
+                sig.example, sig.signature, roots, places.tree(variant), places.fallbacks(case)
+            )
             result: dict[str, Any] = {
                 "ruleId": rid,
                 "ruleIndex": index[rid],
                 "level": "note" if role == "control" else "error",
                 "message": {"text": message},
-                "locations": _location(sig.example, sig.signature, roots, bases[variant]),
+                "locations": locations,
                 "partialFingerprints": {FINGERPRINT_KEY: sig.fingerprint},
                 "properties": {
                     "variant": variant,
@@ -193,6 +253,7 @@ def _results(
                     "nodes": sorted({f.case for a in with_it for f in a.findings if f.case}),
                     "skippedFrames": list(sig.skipped),
                     "suppressed": sig.suppressed,
+                    **where,
                 },
             }
             if sig.suppressed == sig.count:
@@ -204,12 +265,14 @@ def _results(
     return out, list(rules.values())
 
 
-def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
-    """The SARIF 2.1.0 log of a bundle, as JSON text."""
+def render(
+    results: Mapping[str, Any], manifest: Mapping[str, Any], *, root: Path | None = None
+) -> str:
+    """The SARIF 2.1.0 log of a bundle, as JSON text; URIs relative to `root` (default:
+    the repository holding the experiment's source)."""
     records = bundle.records(results)
     experiment = records.experiment
-    found, rules = _results(experiment, records)
-    _, uris = _bases(experiment)
+    found, rules = _results(experiment, records, _Places(experiment, root))
     judgement = records.judgement
     backend = results.get("backend", {})
     invocation: dict[str, Any] = {
@@ -243,7 +306,9 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
             "notRun": list(results.get("not_run", [])),
         },
     }
-    if uris:
-        run["originalUriBaseIds"] = uris
+    # no absolute URI of the machine that ran: the consumer knows its own checkout
+    run["originalUriBaseIds"] = {
+        BASE: {"description": {"text": "the root of the repository the experiment's source is in"}}
+    }
     log = {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
     return json.dumps(log, indent=1) + "\n"

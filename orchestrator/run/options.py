@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +15,8 @@ from pathlib import Path
 from orchestrator import backends, cache, host
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
+from orchestrator.judge import Judgement
+from orchestrator.model import Attempt, Build
 from orchestrator.model.job import Fanout
 from orchestrator.run.plan import parse_devices
 
@@ -42,11 +45,20 @@ class Options:
     stop: threading.Event | None = None
     # shared by several pipelines at once (a gate's experiments): the jobs they all hold
     slots: threading.Semaphore | None = None
+    # how the run is judged (builds, attempts) -> Judgement; None: causality against the
+    # experiment's expectations (a scan, which states none, passes its own: run/scan.py)
+    judge: Callable[[Sequence[Build], Sequence[Attempt]], Judgement] | None = None
 
 
 def default_jobs() -> int:
     """Child processes at once when none is asked for: the CPU count, up to 8."""
     return min(os.cpu_count() or 1, 8)
+
+
+def racecheck_workers(jobs: int) -> int:
+    """racecheck's CPU threads per child: the CPUs shared among the `jobs` children that
+    may run at once (at least one); left to itself, each racecheck takes every CPU."""
+    return max(1, (os.cpu_count() or 1) // max(1, jobs))
 
 
 def make(choice: backends.Choice, out: Path, *, jobs: int | None = None, **settings) -> Options:

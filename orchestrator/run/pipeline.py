@@ -41,7 +41,7 @@ from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
 from orchestrator.run import build, resume
 from orchestrator.run.journal import Journal
-from orchestrator.run.options import Options
+from orchestrator.run.options import Options, racecheck_workers
 from orchestrator.run.plan import plan
 from orchestrator.run.sources import Workspace
 
@@ -111,6 +111,7 @@ class _Run:
             options.backend,
             asan_runtime=host.asan_runtime,
             sanitizer=host.compute_sanitizer_path,
+            racecheck_workers=racecheck_workers(options.jobs),
         )
         # the report-fold shim (backends/asan/shim.py), built once per content in the cache
         fold = (
@@ -345,8 +346,11 @@ class _Run:
         self.record(attempts=attempt)
 
     def conclude(self, *, complete: bool) -> judge.Judgement:
-        failed = judge.failed_builds(self.snap.builds)
-        judgement = judge.causality(self.experiment, self.snap.attempts, failed)
+        if self.options.judge is not None:
+            judgement = self.options.judge(self.snap.builds, self.snap.attempts)
+        else:
+            failed = judge.failed_builds(self.snap.builds)
+            judgement = judge.causality(self.experiment, self.snap.attempts, failed)
         with self.lock:
             self.snap.cases = list(tallies.case_results(self.snap.attempts))
             self.snap.judgement = judgement

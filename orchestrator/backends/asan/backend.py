@@ -159,6 +159,8 @@ class Asan:
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
         plain: bool = False,
+        preset: str = "",
+        target_processes: str = "",
     ) -> Wrapped:
         """Preload the runtime (the fold shim first, if any) and set ASAN_OPTIONS.
         `options` (compute-sanitizer's) do not apply, except `--leak-check full`, which

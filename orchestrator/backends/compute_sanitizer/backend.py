@@ -24,6 +24,16 @@ from orchestrator.model import Checker, ParseResult, ToolInfo
 
 NAME = "compute-sanitizer"
 DEFAULT_PRINT_LIMIT = 1000  # printing only; ERROR SUMMARY still counts every error
+#: the options of each preset a run may name (config/schema.py's PRESETS says what each is
+#: for and who runs it that way; a test keeps the two tables' names equal)
+PRESETS: dict[str, tuple[str, ...]] = {
+    "cccl": (
+        "--padding", "512", "--track-stream-ordered-races", "all", "--check-device-heap", "yes",
+    ),
+    "leaks": ("--leak-check", "full"),
+    "pool-allocator": ("--nvtx", "yes"),
+    "blocking": ("--force-blocking-launches",),
+}  # fmt: skip
 
 
 # NVIDIA (R) Compute Sanitizer ... Version 2025.3.1.0 (build 36398880) (public-release)
@@ -49,6 +59,18 @@ def locate(environ: Mapping[str, str]) -> Path | None:
     return None
 
 
+def _unless_given(preset: Sequence[str], given: set[str]) -> list[str]:
+    """A preset's options less those the run's own options set (the run's win)."""
+    out: list[str] = []
+    keep = True
+    for token in preset:
+        if token.startswith("--"):
+            keep = token not in given
+        if keep:
+            out.append(token)
+    return out
+
+
 class ComputeSanitizer:
     """compute-sanitizer at `path` (found on PATH when None)."""
 
@@ -57,9 +79,18 @@ class ComputeSanitizer:
         {Checker.MEMCHECK, Checker.INITCHECK, Checker.RACECHECK, Checker.SYNCCHECK}
     )
 
-    def __init__(self, path: Path | str | None = None, *, print_limit: int = DEFAULT_PRINT_LIMIT):
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        *,
+        print_limit: int = DEFAULT_PRINT_LIMIT,
+        racecheck_workers: int = 0,
+    ):
         self.path = Path(path) if path is not None else locate(os.environ)
         self.print_limit = print_limit
+        # racecheck's CPU threads (0: the tool's default, every CPU of the host, which
+        # oversubscribes it when --jobs children run racecheck at once)
+        self.racecheck_workers = racecheck_workers
 
     def _require_path(self) -> Path:
         if self.path is None:
@@ -96,6 +127,8 @@ class ComputeSanitizer:
         options: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
+        preset: str = "",
+        target_processes: str = "",
     ) -> Wrapped:
         if checker not in self.checkers:
             raise ValueError(f"{NAME} does not run checker {checker.value}")
@@ -108,6 +141,16 @@ class ComputeSanitizer:
             args += ["--print-limit", str(self.print_limit)]
         if log_path is not None:
             args += ["--log-file", str(log_path)]
+        given = {o.split("=", 1)[0] for o in options if o.startswith("--")}
+        args += _unless_given(PRESETS[preset] if preset else (), given)
+        if target_processes:
+            args += ["--target-processes", target_processes]
+        if (
+            checker is Checker.RACECHECK
+            and self.racecheck_workers
+            and ("--racecheck-num-workers" not in given)
+        ):
+            args += ["--racecheck-num-workers", str(self.racecheck_workers)]
         return Wrapped(argv=(*args, *options, *argv), env=(), log_path=log_path)
 
     def parse(self, lines: Iterable[str], *, checker: Checker = Checker.MEMCHECK) -> ParseResult:

@@ -108,3 +108,17 @@ def test_allowed_findings_show_as_allowed_in_every_format(cprog_bundles, tmp_pat
     )
     broken = report(path, "--policy", str(bad))
     assert broken.exit_code == ExitCode.USAGE and "needs a reason" in broken.output
+
+
+def test_sarif_uris_relative_to_the_repo_root_given(cprog_bundles) -> None:
+    path = str(cprog_bundles["pass"])
+    default = json.loads(report(path, "-f", "sarif").stdout)
+    fixtures = str(Path(__file__).resolve().parents[2] / "fixtures")
+    given = json.loads(report(path, "-f", "sarif", "--repo-root", fixtures).stdout)
+
+    def uri(doc):
+        (result,) = doc["runs"][0]["results"]
+        return result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+
+    assert uri(default) == "tests/fixtures/e2e/cprog/pick.c"
+    assert uri(given) == "e2e/cprog/pick.c"

@@ -413,13 +413,59 @@ BAD = [
     ),
     ("empty-file", "", 1, "", "the file is empty"),
     # hostile names (issue 11 item 5): a name becomes a directory under --out
-    ("newline-variant", sub("name: fixed", 'name: "fixed\\n"'), 4, "variants[0].name",
-     "is not a safe name"),
-    ("slash-case", sub("  - tests/test_a.py", "  - {name: a/../../b, pytest: tests/test_a.py}"),
-     16, "cases[0].name", "is not a safe name"),
+    (
+        "newline-variant",
+        sub("name: fixed", 'name: "fixed\\n"'),
+        4,
+        "variants[0].name",
+        "is not a safe name",
+    ),
+    (
+        "slash-case",
+        sub("  - tests/test_a.py", "  - {name: a/../../b, pytest: tests/test_a.py}"),
+        16,
+        "cases[0].name",
+        "is not a safe name",
+    ),
     ("dotdot-run", sub("name: plain", "name: .."), 10, "runs[0].name", "is not a safe name"),
     ("absolute-experiment", sub("name: demo", "name: /tmp/x"), 1, "name", "is not a safe name"),
     ("top-level-list", "- a\n- b\n", 1, "", "expected a mapping, found a list"),
+    # presets and target processes (issue 23 item 5)
+    (
+        "unknown-preset",
+        sub("checker: memcheck", "checker: memcheck\n    preset: ccl"),
+        14,
+        "runs[1].preset",
+        "'ccl' is not allowed; choose one of: cccl, leaks, pool-allocator",
+    ),
+    (
+        "preset-for-another-checker",
+        sub("checker: memcheck", "checker: racecheck\n    preset: cccl"),
+        14,
+        "runs[1].preset",
+        "preset cccl is for memcheck, not racecheck",
+    ),
+    (
+        "preset-on-a-plain-run",
+        sub("checker: none", "checker: none\n    preset: leaks"),
+        12,
+        "runs[0].preset",
+        "this run's checker is none",
+    ),
+    (
+        "bad-target-processes",
+        sub("checker: memcheck", "checker: memcheck\n    target_processes: some"),
+        14,
+        "runs[1].target_processes",
+        "choose one of: all, application-only",
+    ),
+    (
+        "target-processes-as-option",
+        sub("checker: memcheck", "checker: memcheck\n    options: [--target-processes, all]"),
+        14,
+        "runs[1].options[0]",
+        "write the run's target_processes",
+    ),
 ]
 
 
@@ -434,6 +480,16 @@ def test_bad_config(tree: Path, text: str, line: int, key: str, words: str) -> N
     assert (error.file, error.line, error.key) == (path, line, key), str(error)
     assert words in str(error)
     assert str(error).startswith(f"{path}:{line}: ")
+
+
+def test_a_preset_and_target_processes_load(tree: Path) -> None:
+    text = sub(
+        "checker: memcheck",
+        "checker: memcheck\n    preset: cccl\n    target_processes: application-only",
+    )
+    run = load_experiment(write(tree, text)).runs[1]
+    assert (run.preset, run.target_processes) == ("cccl", "application-only")
+    assert load_experiment(write(tree, BASE)).runs[1].preset == ""
 
 
 def test_unknown_key_lists_what_is_allowed(tree: Path) -> None:

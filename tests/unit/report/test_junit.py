@@ -1,4 +1,5 @@
-"""report.junit: JUnit XML of real ASan bundles parses, with the expected counts."""
+"""report.junit: JUnit XML of real ASan bundles validates against the Ant JUnit schema
+(tests/fixtures/junit/JUnit.xsd), with the expected counts."""
 
 from __future__ import annotations
 
@@ -6,13 +7,25 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator import bundle
 from orchestrator.report import junit
 from unit.report.test_markdown import NODES, as_pytest_nodes, edited
 
+XSD = Path(__file__).resolve().parents[2] / "fixtures" / "junit" / "JUnit.xsd"
+
 
 def parse(path: Path) -> ET.Element:
-    return ET.fromstring(junit.render(*bundle.read(path)))
+    text = junit.render(*bundle.read(path))
+    try:
+        from lxml import etree
+    except ImportError:  # the offline GPU machine: the structure is still checked below
+        return ET.fromstring(text)
+    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    doc = etree.fromstring(text.encode())
+    assert schema.validate(doc), str(schema.error_log)
+    return ET.fromstring(text)
 
 
 def counts(element: ET.Element) -> dict[str, int]:
@@ -37,6 +50,20 @@ def props(element: ET.Element) -> dict[str, list[str]]:
     return out
 
 
+def facts(suite: ET.Element, classname: str, name: str = "sum") -> dict[str, str]:
+    """A testcase's facts: its suite property (the schema allows none on a testcase)."""
+    (value,) = props(suite)[f"testcase:{classname}::{name}"]
+    return dict(pair.split("=", 1) for pair in value.split("; "))
+
+
+def output(suite: ET.Element, classname: str, name: str = "sum") -> str:
+    """A testcase's section of the suite's <system-out>."""
+    text = suite.find("system-out").text or ""
+    head = f"[{classname}::{name}]\n"
+    assert head in text, text
+    return text.split(head, 1)[1].split("\n\n[", 1)[0]
+
+
 def case(suite: ET.Element, classname: str, name: str = "sum") -> ET.Element:
     found = [c for c in suite.findall("testcase") if c.get("classname") == classname]
     return next(c for c in found if c.get("name") == name)
@@ -47,17 +74,21 @@ def test_pass_bundle(cprog_bundles) -> None:
     suite = root.find("testsuite")
     assert suite.get("name") == "c-oob"
     expected = {"tests": 4, "failures": 0, "errors": 0, "skipped": 0}
-    assert counts(root) == counts(suite) == counted(suite) == expected
+    assert counts(suite) == counted(suite) == expected
     assert props(suite)["csorch.verdict"] == ["pass"]
     assert props(suite)["csorch.backend"] == ["asan"]
-    control = case(suite, "c-oob.control.memcheck")
-    assert props(control)["csorch.role"] == ["control"]
-    assert props(control)["csorch.findings"] == ["1"]
-    out = control.find("system-out").text
+    control = facts(suite, "c-oob.control.memcheck")
+    assert control["role"] == "control" and control["findings"] == "1"
+    assert control["checker"] == "asan" and control["outcomes"] == "passed"
+    out = output(suite, "c-oob.control.memcheck")
     assert "1 x asan heap-buffer-overflow read size 4 in sum [signature c9c53e2d1ae7]" in out
     assert "at sum (pick.c)" in out and "log: logs/control/memcheck/sum/r0.log" in out
-    fixed = case(suite, "c-oob.fixed.memcheck")
-    assert props(fixed)["csorch.role"] == ["fix"] and props(fixed)["csorch.findings"] == ["0"]
+    fixed = facts(suite, "c-oob.fixed.memcheck")
+    assert fixed["role"] == "fix" and fixed["findings"] == "0"
+    # what the schema requires of an aggregated suite
+    assert suite.get("package") == "c-oob" and suite.get("id") == "0"
+    assert suite.get("hostname") == "localhost" and len(suite.get("timestamp")) == 19
+    assert all(c.get("time") for c in suite.findall("testcase"))
 
 
 def test_fail_bundle_findings_are_data_not_failures(cprog_bundles) -> None:
@@ -65,8 +96,7 @@ def test_fail_bundle_findings_are_data_not_failures(cprog_bundles) -> None:
     assert counts(suite) == counted(suite) == {"tests": 4, "failures": 0, "errors": 0, "skipped": 0}
     assert props(suite)["csorch.verdict"] == ["fail"]
     assert any("still shows" in r for r in props(suite)["csorch.verdict.reason"])
-    fixed = case(suite, "c-oob-nofix.fixed.memcheck")
-    assert "heap-buffer-overflow" in fixed.find("system-out").text
+    assert "heap-buffer-overflow" in output(suite, "c-oob-nofix.fixed.memcheck")
 
 
 def test_a_variant_that_did_not_build_is_an_error(cprog_bundles) -> None:
@@ -90,7 +120,7 @@ def test_one_testcase_per_node_and_device(cprog_bundles, tmp_path) -> None:
     assert failed.find("failure").get("message") == "AssertionError"
     passed = case(suite, "c-oob.control.memcheck.gpu0", NODES[0])
     assert passed.find("failure") is None
-    assert "heap-buffer-overflow" in passed.find("system-out").text
+    assert "heap-buffer-overflow" in output(suite, "c-oob.control.memcheck.gpu0", NODES[0])
 
 
 def test_an_interrupted_run_shows_its_gaps_as_skipped(cprog_bundles, tmp_path) -> None:
@@ -124,4 +154,25 @@ def test_control_characters_from_logs_stay_valid_xml(cprog_bundles, tmp_path) ->
                 f["header"] = "\x1b[1m\x1b[31m==1==ERROR: AddressSanitizer\x1b[0m"
 
     suite = parse(edited(cprog_bundles["pass"], tmp_path, colour)).find("testsuite")
-    assert "AddressSanitizer" in case(suite, "c-oob.control.memcheck").find("system-out").text
+    assert "AddressSanitizer" in output(suite, "c-oob.control.memcheck")
+
+
+def test_the_schema_check_itself_rejects_what_it_must() -> None:
+    """The validation the tests lean on refuses the attributes and children the older
+    output had (a testcase's properties and output, totals on <testsuites>)."""
+    etree = pytest.importorskip("lxml.etree", reason="lxml: CPU machines only (offline GPU)")
+    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    suite = (
+        '<testsuite name="e" package="e" id="0" timestamp="2026-12-02T10:00:00" '
+        'hostname="localhost" tests="1" failures="0" errors="0" time="0"><properties/>'
+        '<testcase name="n" classname="c" time="0">{inner}</testcase>'
+        "<system-out/><system-err/></testsuite>"
+    )
+    ok = f"<testsuites>{suite.format(inner='')}</testsuites>"
+    assert schema.validate(etree.fromstring(ok))
+    for bad in (
+        f'<testsuites tests="1">{suite.format(inner="")}</testsuites>',
+        f"<testsuites>{suite.format(inner='<properties/>')}</testsuites>",
+        f"<testsuites>{suite.format(inner='<system-out>x</system-out>')}</testsuites>",
+    ):
+        assert not schema.validate(etree.fromstring(bad)), bad

@@ -4,6 +4,7 @@ with rule ids and fingerprints that do not change from run to run."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,11 @@ from orchestrator import bundle
 from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.model import Finding
 from orchestrator.report import sarif
+from unit.report.test_markdown import edited
 
 SCHEMA = Path(__file__).resolve().parents[2] / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
+ROOT = Path(__file__).resolve().parents[3]
+CPROG = "tests/fixtures/e2e/cprog"
 
 
 def log(path: Path) -> dict[str, Any]:
@@ -75,12 +79,14 @@ def test_results_per_variant_with_levels_and_locations(cprog_bundles) -> None:
     for result in by_variant.values():
         (location,) = result["locations"]
         physical = location["physicalLocation"]
-        # pick.c relative to the source, also for the cached control built in another run
-        assert physical["artifactLocation"] == {"uri": "pick.c", "uriBaseId": sarif.BASE}
+        # pick.c relative to the repository (as code scanning maps it), also for the
+        # cached control built in another run's scratch tree
+        assert physical["artifactLocation"] == {"uri": CPROG + "/pick.c", "uriBaseId": "%SRCROOT%"}
         assert physical["region"]["startLine"] > 0
+        assert result["properties"]["locationFrom"] == "frame"
         assert location["logicalLocations"] == [{"name": "sum", "kind": "function"}]
         assert result["properties"]["case"] == "sum" and result["properties"]["count"] == 1
-    assert run["originalUriBaseIds"][sarif.BASE]["uri"].endswith("/e2e/cprog/")
+    assert set(run["originalUriBaseIds"][sarif.BASE]) == {"description"}  # no machine path
     assert run["properties"]["verdict"] == "fail"
 
 
@@ -90,3 +96,66 @@ def test_only_the_control_shows_the_defect_when_the_fix_works(cprog_bundles) -> 
         ("control", "memcheck")
     ]
     assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def uris(doc: Any) -> Iterator[str]:
+    """Every `uri` anywhere in a SARIF log."""
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if key == "uri":
+                yield value
+            yield from uris(value)
+    elif isinstance(doc, list):
+        for item in doc:
+            yield from uris(item)
+
+
+def upload_safe(doc: dict[str, Any]) -> None:
+    """What code scanning needs: relative URIs only, one physical location a result."""
+    found = list(uris(doc))
+    assert found and all(not u.startswith(("/", "file:")) and ":" not in u for u in found), found
+    for result in doc["runs"][0]["results"]:
+        (location,) = result["locations"]
+        assert location["physicalLocation"]["artifactLocation"]["uriBaseId"] == sarif.BASE
+
+
+def test_every_bundle_is_upload_safe(cprog_bundles) -> None:
+    for path in cprog_bundles.values():
+        doc = log(path)
+        if doc["runs"][0]["results"]:
+            upload_safe(doc)
+
+
+def test_a_frame_outside_the_tree_falls_back_to_a_file_of_the_repository(
+    cprog_bundles, tmp_path, validator
+) -> None:
+    """The old output gave a frame outside the tree as an absolute file:// URI (which code
+    scanning cannot map) and a frameless finding no location at all (which it drops)."""
+
+    def move(results: dict[str, Any]) -> None:
+        for a in results["attempts"]:
+            for f in (a["parse"] or {}).get("findings", []):
+                if a["variant"] == "fixed":
+                    for frame in f["frames"]:
+                        frame["file"] = "/usr/include/c++/13/bits/stl_vector.h"
+                else:
+                    f["frames"], f["host_frames"] = [], []
+
+    doc = json.loads(sarif.render(*bundle.read(edited(cprog_bundles["fail"], tmp_path, move))))
+    assert not sorted(validator.iter_errors(doc), key=str)
+    upload_safe(doc)
+    by_variant = {r["properties"]["variant"]: r for r in doc["runs"][0]["results"]}
+    for result in by_variant.values():
+        physical = result["locations"][0]["physicalLocation"]
+        # the config the experiment came from, in the repository
+        assert physical["artifactLocation"]["uri"] == "tests/fixtures/e2e/c-oob-nofix.yaml"
+        assert "region" not in physical and result["properties"]["locationFrom"] == "config"
+    assert by_variant["fixed"]["properties"]["topFrame"].startswith("/usr/include/c++/13/")
+    assert "topFrame" not in by_variant["control"]["properties"]
+
+
+def test_uris_relative_to_a_root_given(cprog_bundles) -> None:
+    doc = json.loads(sarif.render(*bundle.read(cprog_bundles["pass"]), root=ROOT / "tests"))
+    (result,) = doc["runs"][0]["results"]
+    uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "fixtures/e2e/cprog/pick.c"

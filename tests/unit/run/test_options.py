@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,10 @@ def test_an_unknown_backend_names_the_choices() -> None:
     with pytest.raises(CsorchError, match="unknown backend 'gpu'") as caught:
         options.check_backend("gpu")
     assert "compute-sanitizer" in caught.value.hint
+
+
+def test_racecheck_workers_share_the_cpus_among_the_jobs() -> None:
+    cpus = os.cpu_count() or 1
+    assert options.racecheck_workers(1) == cpus
+    assert options.racecheck_workers(cpus * 4) == 1  # never none
+    assert options.racecheck_workers(2) == max(1, cpus // 2)

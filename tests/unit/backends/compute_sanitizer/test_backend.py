@@ -11,10 +11,12 @@ import pytest
 
 from orchestrator.backends.compute_sanitizer.backend import (
     NAME,
+    PRESETS,
     ComputeSanitizer,
     locate,
     parse_version,
 )
+from orchestrator.config import schema
 from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, ParseResult
 
@@ -30,6 +32,40 @@ def fake_tool(directory: Path, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
+
+
+def test_presets_target_processes_and_racecheck_workers_reach_the_argv() -> None:
+    cs = ComputeSanitizer("/cs", racecheck_workers=3)
+    mem = cs.wrap(
+        ["./t"],
+        checker=Checker.MEMCHECK,
+        options=["--padding", "64"],
+        preset="cccl",
+        target_processes="application-only",
+    )
+    # the run's own --padding wins over the preset's; the tool's own flags come first
+    assert mem.argv == (
+        "/cs", "--tool", "memcheck", "--print-limit", "1000",
+        "--track-stream-ordered-races", "all", "--check-device-heap", "yes",
+        "--target-processes", "application-only", "--padding", "64", "./t",
+    )  # fmt: skip
+    assert "--racecheck-num-workers" not in mem.argv  # memcheck has no workers
+    race = cs.wrap(["./t"], checker=Checker.RACECHECK, preset="blocking")
+    assert race.argv[5:] == (
+        "--force-blocking-launches", "--racecheck-num-workers", "3", "./t"
+    )  # fmt: skip
+    mine = cs.wrap(["./t"], checker=Checker.RACECHECK, options=["--racecheck-num-workers=1"])
+    assert mine.argv.count("--racecheck-num-workers=1") == 1 and "3" not in mine.argv
+    default = ComputeSanitizer("/cs").wrap(["./t"], checker=Checker.RACECHECK)
+    assert "--racecheck-num-workers" not in default.argv  # 0: the tool's own default
+
+
+def test_every_preset_the_config_names_has_its_options_and_a_source() -> None:
+    assert set(PRESETS) == set(schema.PRESETS)
+    for name, preset in schema.PRESETS.items():
+        assert PRESETS[name] and PRESETS[name][0].startswith("--"), name
+        assert preset.what and preset.source and preset.checkers, name
+        assert set(preset.checkers) <= {"memcheck", "initcheck", "racecheck", "synccheck"}
 
 
 def test_wrap_builds_the_argv() -> None:

@@ -1,0 +1,76 @@
+"""cli.scan: `csorch scan -- COMMAND` on real subjects (the C program under ASan, a pytest
+file), as a user types it: the table, the bundle, the exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.process  # builds and runs a checker in a child process
+
+ROOT = Path(__file__).resolve().parents[3]
+CPROG = ROOT / "tests" / "fixtures" / "e2e" / "cprog"
+
+
+def csorch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=240,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def gcc() -> None:
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("the C subject needs gcc and make")
+
+
+def test_scan_of_the_c_program_finds_its_overflow(tmp_path: Path, gcc) -> None:
+    done = csorch(
+        "scan", "--backend", "asan", "--source", str(CPROG), "--build", "make",
+        "--out", "b", "--cache-dir", "cache", "--", "./pick",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "heap-buffer-overflow read size 4 in sum" in done.stdout
+    assert "verdict: FAIL" in done.stdout and "bundle: " in done.stdout
+    results = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert results["verdict"] == "fail" and results["complete"] is True
+    assert [v["name"] for v in results["experiment"]["variants"]] == ["tree"]
+    # the user's tree is scanned on a copy: no binary left in it
+    assert not (CPROG / "pick").exists()
+    report = csorch("report", "b", "--format", "sarif", cwd=tmp_path)
+    assert report.returncode == 0 and '"ruleId": "asan.heap-buffer-overflow.' in report.stdout
+
+
+def test_scan_of_a_clean_pytest_file_passes(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "test_ok.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
+    done = csorch(
+        "scan", "--backend", "asan", "--source", "t", "--out", "b", "--cache-dir", "cache",
+        "--", "pytest", "t/test_ok.py", "-q",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test_ok" in done.stdout and "verdict: PASS" in done.stdout
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["verdict"] == "pass"
+
+
+def test_a_build_that_fails_is_inconclusive_and_nothing_to_scan_is_usage(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    done = csorch(
+        "scan", "--backend", "asan", "--source", "src", "--build", "false",
+        "--out", "b", "--cache-dir", "cache", "--", "./prog",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "tree did not build" in done.stdout
+    empty = csorch("scan", "--backend", "asan", "--", cwd=tmp_path)
+    assert empty.returncode == 2
