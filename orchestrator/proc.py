@@ -222,6 +222,36 @@ def capture(
     return Captured(args, proc.returncode, timed_out, out.decode(errors="replace"))
 
 
+_stopping = threading.Event()  # set by the first SIGINT/SIGTERM: csorch is shutting down
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def on_signal(signum: int, frame: object) -> None:
+    """The SIGINT/SIGTERM handler: the first raises KeyboardInterrupt (children are
+    stopped and the bundle marked interrupted on the way out); a second one during that
+    shutdown is swallowed, or it would cut the shutdown short (the bundle left unmarked,
+    the process ended by the signal instead of csorch's exit status)."""
+    if _stopping.is_set():
+        return
+    _stopping.set()
+    raise KeyboardInterrupt
+
+
+def catch_signals() -> dict[int, object]:
+    """Install `on_signal` for SIGINT and SIGTERM (main thread); the handlers it replaced,
+    for `restore_signals`."""
+    return {s: signal.signal(s, on_signal) for s in _SIGNALS}
+
+
+def restore_signals(previous: Mapping[int, object]) -> None:
+    """Put back the handlers `catch_signals` replaced, unless a signal has come: then
+    `on_signal` stays, swallowing any further one until csorch exits."""
+    if _stopping.is_set():
+        return
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
 def leftovers(sessions: Sequence[str]) -> list[int]:
     """Pids of processes started by the csorch sessions named (children of a csorch that
     was killed outright), found by their environment in /proc."""

@@ -27,7 +27,14 @@ def _git(repo: str, argv: list[str], what: str, *, check: bool = True) -> proc.C
 
 
 def resolve(repo: str, ref: str) -> str:
-    """The full sha of `ref`'s commit in `repo`."""
+    """The full sha of `ref`'s commit in `repo`; SourceError when `repo` is not a git
+    repository at all (not an unknown ref), or the ref is unknown."""
+    if not Path(repo).is_dir():
+        raise SourceError(repo, "no such directory", hint="give --repo a git repository")
+    if _git(repo, ["rev-parse", "--git-dir"], "", check=False).returncode != 0:
+        raise SourceError(
+            repo, "not a git repository", hint="give --repo the repository that holds the commits"
+        )
     out = _git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], "", check=False)
     if out.returncode != 0:
         raise SourceError(repo, f"unknown ref {ref!r}", hint="give a commit, branch or tag")

@@ -13,7 +13,7 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.files import file_digest
 from orchestrator.model import SourceKind, SourceSpec
-from orchestrator.run import options
+from orchestrator.run import options, places
 
 
 def stamp() -> str:
@@ -80,8 +80,22 @@ def prepare(
     choice, facts = options.choose_backend(asked.backend)
     subj = evaluator.subject(experiment, asked.variant, choice.backend)
     repo, sub = evaluator.locate(experiment, subj.variant, asked.repo, asked.subdir)
+    if not (Path(repo) / sub).resolve().is_relative_to(Path(repo).resolve()):
+        raise CsorchError(
+            f"--subdir {sub} leads outside the repository {repo}",
+            hint="give a directory inside the repository",
+        )
     good, bad = history.resolve(repo, asked.good), history.resolve(repo, asked.bad)
     commits = history.chain(repo, good, bad)
+    places.check_directory(Path(cache_dir or cache.DEFAULT_DIR), "--cache-dir")
+    if out_dir is not None:
+        places.check_out(
+            out_dir,
+            sources=places.sources([experiment]),
+            cache=Path(cache_dir or cache.DEFAULT_DIR),
+            work=options.DEFAULT_WORK,
+            resuming=(out_dir / driver.STATE).is_file(),
+        )
     out_dir = (out_dir or options.RESULTS / f"bisect-{experiment.name}-{stamp()}").resolve()
     search = driver.Search(
         config=asked.config.resolve(),

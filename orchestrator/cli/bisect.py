@@ -8,7 +8,6 @@ resumes it is printed); 2 usage (arguments, config, missing checker).
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +16,7 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from orchestrator import proc
 from orchestrator.bisect import driver, session
 from orchestrator.bisect.state import status
 from orchestrator.cli import steps
@@ -29,7 +29,6 @@ from orchestrator.cli.common import (
     app,
     err,
     fail,
-    interrupt,
     interrupted,
     out,
 )
@@ -107,7 +106,7 @@ def bisect_command(
         f"backend: [bold]{state.search.backend}[/] ({state.settings.reason})", highlight=False
     )
     out.print(f"state: {out_path / driver.STATE}", highlight=False)
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = proc.catch_signals()
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:
@@ -121,7 +120,7 @@ def bisect_command(
     except CsorchError as exc:  # the host or the cache, not a commit, failed
         raise fail(exc) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        proc.restore_signals(previous)
     answer = status(state.bisection)
     raise typer.Exit(steps.answer(state, answer, out_path, time.monotonic() - start))
 

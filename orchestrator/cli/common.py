@@ -13,10 +13,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from orchestrator import __version__, cache
+from orchestrator import __version__, cache, proc
 from orchestrator.config.slurm import SLURM
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
+from orchestrator.model.experiment import MAX_REPEATS
 
 app = typer.Typer(
     name="csorch",
@@ -55,7 +56,9 @@ Backend = Annotated[
 Jobs = Annotated[
     int | None, typer.Option(min=1, help="child processes at once (default: CPU count, up to 8)")
 ]
-Repeat = Annotated[int | None, typer.Option(min=1, help="N for every run")]
+Repeat = Annotated[
+    int | None, typer.Option(min=1, max=MAX_REPEATS, help="N for every run (at most 10,000)")
+]
 CacheDir = Annotated[Path, typer.Option(help="the build cache")]
 ExecutorOpt = Annotated[
     str | None,
@@ -107,8 +110,8 @@ def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
 def interrupt(signum: int, frame: object) -> None:
     """SIGTERM handler: a CI job is cancelled with SIGTERM; treat it as Ctrl-C, so the
     children are stopped and the bundle or state is left valid (they run in their own
-    sessions and would otherwise be orphaned)."""
-    raise KeyboardInterrupt
+    sessions and would otherwise be orphaned); a second signal is swallowed."""
+    proc.on_signal(signum, frame)
 
 
 def _print_version(value: bool) -> None:

@@ -27,7 +27,7 @@ from orchestrator.errors import BundleError, CsorchError
 from orchestrator.judge import compare
 from orchestrator.model import Verdict
 from orchestrator.report import verdicts
-from orchestrator.run import options
+from orchestrator.run import options, places
 
 
 @app.command("compare")
@@ -61,6 +61,13 @@ def compare_command(
         try:
             choice, facts = options.choose_backend(backend)
             options.check_out(target)
+            places.check_directory(cache_dir, "--cache-dir")
+            places.check_out(
+                target,
+                sources=places.sources([experiment]),
+                cache=cache_dir,
+                work=options.DEFAULT_WORK,
+            )
         except CsorchError as exc:
             raise fail(exc) from None
         out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)

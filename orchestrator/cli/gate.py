@@ -3,13 +3,12 @@ by `gate.pipeline`; this module turns the flags into a request and prints."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from orchestrator import backends
+from orchestrator import backends, proc
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -24,7 +23,6 @@ from orchestrator.cli.common import (
     cannot_write,
     err,
     fail,
-    interrupt,
     interrupted,
     out,
 )
@@ -114,7 +112,7 @@ def gate_command(
             events_for=events_for,
         )
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = proc.catch_signals()
     try:
         done = together(start)
     except CsorchError as exc:
@@ -124,7 +122,7 @@ def gate_command(
     except pipeline.Interrupted as exc:  # run together: each journal keeps its part
         raise interrupted(journal.resume_command("gate", exc.out)) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        proc.restore_signals(previous)
     for result in done.runs:
         table_of(result, result.backend)
     out.print(verdicts.gate(done.result))

@@ -9,7 +9,6 @@ skipped every commit.
 from __future__ import annotations
 
 import enum
-import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +16,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperCommand
 
+from orchestrator import proc
 from orchestrator.bisect import evaluator, session
 from orchestrator.bisect.state import Mark
 from orchestrator.cli.common import (
@@ -28,7 +28,6 @@ from orchestrator.cli.common import (
     app,
     err,
     fail,
-    interrupt,
     out,
 )
 from orchestrator.cli.steps import MARK_STYLE
@@ -95,7 +94,7 @@ def probe_command(
         jobs=jobs,
         repeat=repeat,
     )
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = proc.catch_signals()
     try:
         evaluation = evaluator.evaluate(subj, spec, opts, facts)
     except KeyboardInterrupt:
@@ -105,7 +104,7 @@ def probe_command(
         fail(exc)
         raise typer.Exit(ProbeExit.ABORT) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        proc.restore_signals(previous)
     style = MARK_STYLE[evaluation.mark]
     out.print(
         f"probe {label} ({choice.backend}): [{style}]{evaluation.mark.value.upper()}[/] "

@@ -3,15 +3,14 @@ its table printed after: what run, gate and compare show while an experiment run
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import host
-from orchestrator.cli.common import cannot_write, err, fail, interrupt, interrupted, out
+from orchestrator import host, proc
+from orchestrator.cli.common import cannot_write, err, fail, interrupted, out
 from orchestrator.errors import CsorchError
 from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.model.job import Job
@@ -88,7 +87,7 @@ def run_one(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = proc.catch_signals()
     try:
         with Progress(*columns, console=err, transient=True) as progress:
             result = pipeline.run_experiment(experiment, options, facts, _Progress(progress))
@@ -102,7 +101,7 @@ def run_one(
         again = resume or journal.resume_command("run", options.out)
         raise cannot_write(exc, again, options.out) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        proc.restore_signals(previous)
     out.print(
         table.render(
             experiment,

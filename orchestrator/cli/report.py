@@ -20,9 +20,10 @@ from rich.text import Text
 from orchestrator import bundle as bundles
 from orchestrator import gate, report
 from orchestrator.cli.common import ExitCode, app, fail, out
-from orchestrator.errors import BundleError, ConfigError, CsorchError
+from orchestrator.errors import BundleError, CsorchError
 from orchestrator.gate import allowances
 from orchestrator.report import sarif, table
+from orchestrator.run import places
 
 FORMATS = ("table", *report.FORMATS)
 
@@ -88,13 +89,15 @@ def report_command(
             CsorchError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))
         )
     try:
+        if output is not None:
+            places.check_report(output)
         results, manifest = bundles.read(bundle)
         if policy is not None:
             allow = gate.load_policy(policy).allow
             today = datetime.date.today()
             results = allowances.mark_results(results, [a for a in allow if not a.expired(today)])
         records = bundles.records(results)  # a bundle that cannot be read back fails here
-    except (BundleError, ConfigError) as exc:
+    except CsorchError as exc:  # a bad bundle or policy, or an --output inside a bundle
         raise fail(exc) from None
     except (KeyError, TypeError, ValueError) as exc:
         # results.json of the right schema but damaged: the user's input, not a bug

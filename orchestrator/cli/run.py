@@ -25,7 +25,7 @@ from orchestrator.config.experiment import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.executors.choice import check_local_only, executor_for
 from orchestrator.model.job import Fanout
-from orchestrator.run import journal, options
+from orchestrator.run import journal, options, places
 
 
 @app.command("run")
@@ -79,6 +79,12 @@ def run_command(
             jobs = jobs or saved.get("jobs")
             if cache_dir == DEFAULT_CACHE and saved.get("cache"):
                 cache_dir = Path(str(saved["cache"]))
+            if out_dir is not None and places.resolved(out_dir) != places.resolved(resume):
+                raise CsorchError(
+                    f"--out {out_dir} with --resume {resume}: a resume continues the run in "
+                    "its own directory",
+                    hint=f"drop --out: {journal.resume_command('run', resume)}",
+                )
             out_dir = resume
         elif config is None:
             raise CsorchError("give CONFIG (or --resume OUT)", hint="csorch run CONFIG [--out DIR]")
@@ -90,7 +96,16 @@ def run_command(
                 if (out_dir / journal.JOURNAL).is_file():
                     exc.hint += f", or continue that run: {journal.resume_command('run', out_dir)}"
                 raise
+        places.check_directory(cache_dir, "--cache-dir")
         experiment = only_cases(load_experiment(config), case or [])
+        if out_dir is not None:
+            places.check_out(
+                out_dir,
+                sources=places.sources([experiment]),
+                cache=cache_dir,
+                work=options.DEFAULT_WORK,
+                resuming=resume is not None,
+            )
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)
         choice, facts = options.choose_backend(backend)

@@ -110,12 +110,23 @@ from orchestrator.model import (
     Suppression,
     Variant,
 )
+from orchestrator.model.experiment import MAX_ATTEMPTS, MAX_REPEATS
 
 
 def load_experiment(path: Path | str) -> Experiment:
     """Read and validate an experiment config; raises ConfigError."""
     path = Path(path).resolve()
-    return _Reader(path).experiment(load(path))
+    root = load(path)
+    if root.is_mapping and "experiments" in root.entries() and "variants" not in root.entries():
+        raise ConfigError(
+            path,
+            None,
+            "",
+            "this is a gate config; an experiment config (source, variants, runs, cases) "
+            "was expected here",
+            hint="a gate lists experiment configs, not gate configs (itself included)",
+        )
+    return _Reader(path).experiment(root)
 
 
 def only_cases(experiment: Experiment, names: Sequence[str]) -> Experiment:
@@ -209,13 +220,22 @@ class _Reader:
             variants=tuple(variants),
             runs=tuple(runs),
             cases=tuple(cases),
-            repeats=repeats.integer(minimum=1) if repeats else 1,
+            repeats=repeats.integer(minimum=1, maximum=MAX_REPEATS) if repeats else 1,
             timeout=timeout.duration() if timeout else 900.0,
             description=description.text() if description else "",
             config=self.path,
             executor=executor_of(f.get("executor")),
             slurm=read_slurm(slurm) if slurm else SlurmSettings(),
         )
+        if experiment.attempts() > MAX_ATTEMPTS:
+            raise ConfigError(
+                self.path,
+                None,
+                "repeats",
+                f"the experiment plans {experiment.attempts():,} attempts (variants x runs x "
+                f"repeats x cases); at most {MAX_ATTEMPTS:,}",
+                hint="lower repeats, or split the experiment",
+            )
         expect = f.get("expect")
         if expect is None:
             return experiment
@@ -329,7 +349,7 @@ class _Reader:
             target_processes=targets.choice(list(TARGET_PROCESSES)) if targets else "",
             suppressions=self._suppressions(f.get("suppressions"), checker),  # type: ignore[arg-type]
             env=_env(env) if env else (),
-            repeats=repeats.integer(minimum=1) if repeats else None,
+            repeats=repeats.integer(minimum=1, maximum=MAX_REPEATS) if repeats else None,
             timeout=timeout.duration() if timeout else None,
             description=description.text() if description else "",
         )

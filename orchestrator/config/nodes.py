@@ -194,12 +194,14 @@ class View:
             )
         return str(value)
 
-    def integer(self, minimum: int | None = None) -> int:
+    def integer(self, minimum: int | None = None, maximum: int | None = None) -> int:
         value = self.value()
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(f"expected an integer, found {self.kind()}")
         if minimum is not None and value < minimum:
             raise self.error(f"must be at least {minimum}, not {value}")
+        if maximum is not None and value > maximum:
+            raise self.error(f"must be at most {maximum:,}, not {value:,}")
         return value
 
     def name(self) -> str:

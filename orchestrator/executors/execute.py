@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -267,8 +268,18 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
     argv, env, parse = _wrap(list(case.command), env, run, build, ctx)
-    cwd = build.workdir or build.directory or ctx.scratch
-    result, rel = _launch(job, 0, argv, env, cwd, ctx.experiment.timeout_for(run), ctx)
+    built = build.workdir or build.directory
+    # each attempt dirties its own copy of the built tree, never the cache entry: a
+    # scratch file one attempt leaves must not change the next one's outcome
+    cwd = ctx.scratch.parent / "attempts" / job.stem() if built else ctx.scratch
+    if built:
+        shutil.rmtree(cwd, ignore_errors=True)
+        shutil.copytree(built, cwd, symlinks=True)
+    try:
+        result, rel = _launch(job, 0, argv, env, cwd, ctx.experiment.timeout_for(run), ctx)
+    finally:
+        if built:
+            shutil.rmtree(cwd, ignore_errors=True)
     rc = result.returncode
     outcome = (
         Outcome.ERROR

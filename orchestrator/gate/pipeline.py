@@ -39,7 +39,7 @@ from orchestrator.gate.policy import (
 )
 from orchestrator.model import Experiment
 from orchestrator.model.job import Fanout
-from orchestrator.run import journal, options, pipeline
+from orchestrator.run import journal, options, pipeline, places
 from orchestrator.run.options import Options
 
 GATE_SCHEMA = "csorch.gate/1"
@@ -176,6 +176,12 @@ def resumed(request: Request) -> Request:
         if given.cache == cache.DEFAULT_DIR and doc.get("cache")
         else given.cache,
     )
+    if request.out is not None and places.resolved(request.out) != places.resolved(request.resume):
+        raise CsorchError(
+            f"--out {request.out} with --resume {request.resume}: a resume continues the gate "
+            "in its own directory",
+            hint=f"drop --out: csorch gate --resume {request.resume}",
+        )
     configs = request.configs or tuple(Path(c) for c in doc["configs"])
     return dataclasses.replace(request, configs=configs, settings=settings, out=request.resume)
 
@@ -406,14 +412,28 @@ def run(
     `plain`, the verdict alone). Experiments run together (`Settings.together`, local
     executors, two or more) report through `events_for`, one by one through `run_one`."""
     reporter = reporter or Reporter()
+    if request.resume is not None and request.stored:
+        raise CsorchError(
+            "--from judges stored bundles and --resume continues a gate: give one of them",
+            hint=f"csorch gate --resume {request.resume}, or csorch gate --from ... --out NEW",
+        )
     if request.resume is not None:
         request = resumed(request)
     elif not request.configs:
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
     settings = request.settings
     plan = load(request.configs, settings)
+    places.check_directory(settings.cache, "--cache-dir")
     runs: list[pipeline.RunResult] = []
     out = request.out
+    if out is not None:
+        places.check_out(
+            out,
+            sources=places.sources(plan.experiments),
+            cache=settings.cache,
+            work=options.DEFAULT_WORK,
+            resuming=request.resume is not None,
+        )
     if request.stored:
         judged, missing, broken = judge_stored(plan, request.stored)
         ran = False

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from orchestrator import judge
 from orchestrator.config.nodes import load
+from orchestrator.errors import ConfigError
 from orchestrator.findings import suppressions
 from orchestrator.findings.signatures import signature
 from orchestrator.gate import allowances
@@ -71,7 +72,17 @@ def is_gate_config(path: Path | str) -> bool:
 def load_policy(path: Path | str) -> Policy:
     """Read and validate a gate config; raises ConfigError naming file, line and key."""
     path = Path(path).resolve()
-    f = load(path).mapping(GATE_TOP)
+    root = load(path)
+    if root.is_mapping and "experiments" not in root.entries() and "variants" in root.entries():
+        raise ConfigError(
+            path,
+            None,
+            "",
+            "this is an experiment config; a gate config (name, experiments, policy) was "
+            "expected here",
+            hint="give the gate config that lists this experiment",
+        )
+    f = root.mapping(GATE_TOP)
     name = f.require("name").name()
     experiments = []
     listed = f.require("experiments")

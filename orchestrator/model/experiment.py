@@ -9,6 +9,11 @@ from pathlib import Path
 from orchestrator.model.kinds import BuildKind, CaseKind, Checker, Env, Outcome, SourceKind
 from orchestrator.model.record import Record
 
+#: the most repeats a run may ask for (config `repeats:` and --repeat)
+MAX_REPEATS = 10_000
+#: the most attempts one experiment may plan (variants x runs x repeats x cases x devices)
+MAX_ATTEMPTS = 100_000
+
 
 @dataclass(frozen=True)
 class SlurmSettings(Record):
@@ -158,6 +163,11 @@ class Experiment(Record):
 
     def repeats_for(self, run: Run) -> int:
         return run.repeats if run.repeats is not None else self.repeats
+
+    def attempts(self) -> int:
+        """How many attempts the experiment plans on one device."""
+        per_variant = sum(self.repeats_for(r) for r in self.runs) * len(self.cases)
+        return per_variant * len(self.variants)
 
     def timeout_for(self, run: Run) -> float:
         return run.timeout if run.timeout is not None else self.timeout

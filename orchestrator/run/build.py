@@ -229,6 +229,12 @@ def _command(variant: Variant, tree: Path, out: Path, step: _Step, ctx: Context)
         produced = []
         for pattern in variant.build.outputs:
             matches = sorted(glob.glob(pattern, root_dir=out / "tree", recursive=True))
+            inside = (out / "tree").resolve()
+            for m in matches:  # hashed as this build's binaries: never a file outside it
+                if not (out / "tree" / m).resolve().is_relative_to(inside):
+                    raise step.fail(
+                        f"declared output {pattern!r} matches {m}, outside the built tree"
+                    )
             if not matches:
                 raise step.fail(f"declared output {pattern!r} was not produced")
             produced += matches

@@ -39,7 +39,7 @@ from orchestrator.host import Facts
 from orchestrator.judge import tallies
 from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
-from orchestrator.run import build, resume
+from orchestrator.run import build, lock, resume
 from orchestrator.run.journal import Journal
 from orchestrator.run.options import Options, racecheck_workers
 from orchestrator.run.plan import plan
@@ -120,6 +120,7 @@ class _Run:
             else None
         )
         self.bundle = Bundle(options.out)
+        self.held: lock.Held | None = None
         self.journal: Journal | None = None
         self.kept: dict[tuple, Attempt] = {}  # journaled attempts whose logs are intact
         self.before: dict[str, tuple[Build, SourceTree | None]] = {}  # journaled builds
@@ -198,6 +199,8 @@ class _Run:
         with the attempts it holds re-verified and every file they do not account for
         removed from logs/."""
         root = self.bundle.root
+        # before the journal is read or anyone's children stopped: one session at a time
+        self.held = lock.hold(root)
         ident = resume.identity(self.experiment, self.options)
         if not self.options.resume:
             self.journal = Journal.create(
@@ -208,7 +211,8 @@ class _Run:
                 self.snap.started,
             )
             return
-        journal = resume.reopen(root, ident, self.snap.command)
+        given = resume.settings(self.experiment, self.options)
+        journal = resume.reopen(root, ident, self.snap.command, given)
         self.snap.started, self.snap.command = journal.started, journal.command
         self.kept = resume.keep(root, journal, self.jobs)
         self.before = journal.builds
@@ -393,6 +397,8 @@ def run_experiment(
     finally:
         state.cache.release()
         state.workspace.close(keep=options.keep_work)
+        if state.held is not None:
+            state.held.release()
     snap = state.snap
     return RunResult(
         experiment,

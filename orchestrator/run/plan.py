@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from orchestrator.errors import CsorchError
 from orchestrator.model import Experiment
+from orchestrator.model.experiment import MAX_ATTEMPTS
 from orchestrator.model.job import Fanout, Job
 
 # 0 / GPU-8f4e1f53-... / MIG-GPU-8f4e1f53-.../1/0 (older MIG form): a device becomes part
@@ -51,6 +53,12 @@ def plan(
     """Every job of the experiment, restricted to `runs` and `variants` when given."""
     run_names = set(runs) if runs is not None else {r.name for r in experiment.runs}
     variant_names = set(variants) if variants is not None else {v.name for v in experiment.variants}
+    count = experiment.attempts() * (len(devices) if fanout is Fanout.REPLICATE and devices else 1)
+    if count > MAX_ATTEMPTS:  # checked before the list is made: it would be the memory
+        raise CsorchError(
+            f"{experiment.name} would plan {count:,} attempts; at most {MAX_ATTEMPTS:,}",
+            hint="lower --repeat (or the config's repeats), or split the experiment",
+        )
     units = [
         (variant.name, run.name, case.name, repeat)
         for variant in experiment.variants

@@ -52,12 +52,22 @@ def settings(experiment: Experiment, options: Options) -> dict[str, object]:
     }
 
 
-def reopen(root: Path, ident: Mapping[str, object], command: list[str]) -> Journal:
+def reopen(
+    root: Path,
+    ident: Mapping[str, object],
+    command: list[str],
+    given: Mapping[str, object] | None = None,
+) -> Journal:
     """The journal in `root`, checked to be the run `ident` names (ResumeError saying
-    what differs), with an earlier session's leftover children stopped and a new session
-    begun."""
+    what differs: every differing digest, and the settings `given` now that differ from
+    the saved ones, such as --repeat), with an earlier session's leftover children
+    stopped and a new session begun."""
     journal = Journal.read(root)
     if differ := journal.differences(ident):
+        saved = journal.settings
+        for name in ("repeat", "cases", "config"):
+            if given is not None and name in given and saved.get(name) != given[name]:
+                differ.append(f"{name} {saved.get(name)!r} -> {given[name]!r}")
         raise ResumeError(
             f"{root} holds another run ({'; '.join(differ)})",
             hint=f"continue it as it began (`{resume_command('run', root)}` with no other "

@@ -2,10 +2,12 @@
 
 A path source is copied with fresh modification times (`shutil.copy`, not `copy2`): a
 file that a patch changed back must look newer than any object built from it, or an
-incremental build keeps the old object. A git source is checked out with
-`git worktree add --detach` at the resolved commit (a URL is cloned once per
-workspace first), and the variant's tree is its `subdir`. The user's tree is only ever
-read; the worktrees are removed again when the workspace closes.
+incremental build keeps the old object. A git source is cloned once per
+workspace into csorch's scratch directory (`git clone --shared` for a local repository,
+whose refs are resolved read-only) and each variant checked out from that clone with
+`git worktree add --detach`; the variant's tree is its `subdir`, which must resolve
+inside the checkout. Nothing is written in the user's tree or .git; closing the
+workspace removes the clone and its worktrees together.
 
 Patches are applied with `git apply` (all or nothing per patch). A patch that does not
 apply raises `PatchError` naming the patch, the file and the hunk. The tree digest is a
@@ -67,11 +69,15 @@ def _excluded(name: str, top: bool) -> bool:
 
 
 def _walk(root: Path):
-    """Relative paths of the files under `root` that belong to the source."""
+    """Relative paths of the files under `root` that belong to the source, and of its
+    symlinks to directories (os.walk lists those among the directories and does not
+    enter them: the link itself is the entry, so re-pointing it changes the digest)."""
     for dirpath, dirnames, filenames in os.walk(root):
         top = Path(dirpath) == root
-        dirnames[:] = sorted(d for d in dirnames if not _excluded(d, top))
-        for name in sorted(filenames):
+        kept = sorted(d for d in dirnames if not _excluded(d, top))
+        links = [d for d in kept if (Path(dirpath) / d).is_symlink()]
+        dirnames[:] = [d for d in kept if d not in links]
+        for name in sorted((*filenames, *links)):
             if not _excluded(name, top):
                 yield (Path(dirpath) / name).relative_to(root)
 
@@ -187,19 +193,23 @@ class Workspace:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()  # the build runs in the tree: no relative paths
         self._lock = threading.Lock()  # git worktree add is not safe in parallel
-        self._worktrees: list[tuple[str, Path]] = []
         self._clones: dict[str, Path] = {}
 
     def _repository(self, spec: SourceSpec) -> str:
-        if Path(spec.location).is_dir():
-            return spec.location
+        """csorch's own clone of the source's repository (once per workspace): a local
+        one is cloned `--shared` (its objects are borrowed, nothing is written in it), so
+        that the worktrees are registered in csorch's clone, never in the user's .git."""
+        local = Path(spec.location).is_dir()
         with self._lock:
             if spec.location not in self._clones:
                 key = hashlib.sha256(spec.location.encode()).hexdigest()[:16]
                 dest = self.root / "_repos" / key
+                if dest.exists():
+                    shutil.rmtree(dest)
                 dest.parent.mkdir(parents=True, exist_ok=True)
+                shared = ["--shared"] if local else []
                 _git(
-                    ["clone", "--quiet", "--no-checkout", spec.location, str(dest)],
+                    ["clone", "--quiet", "--no-checkout", *shared, spec.location, str(dest)],
                     spec.location,
                     "clone failed",
                     timeout=3600,
@@ -208,9 +218,12 @@ class Workspace:
             return str(self._clones[spec.location])
 
     def _checkout(self, spec: SourceSpec, dest: Path) -> tuple[Path, str]:
+        # a local repository's refs are the user's own (its branches, its HEAD): resolved
+        # there, read only; the clone has every object through its alternates
         repo = self._repository(spec)
+        where = spec.location if Path(spec.location).is_dir() else repo
         commit = _git(
-            ["-C", repo, "rev-parse", "--verify", "--quiet", f"{spec.ref}^{{commit}}"],
+            ["-C", where, "rev-parse", "--verify", "--quiet", f"{spec.ref}^{{commit}}"],
             spec.location,
             f"unknown ref {spec.ref!r}",
         )
@@ -220,11 +233,31 @@ class Workspace:
                 spec.location,
                 "git worktree add failed",
             )
-            self._worktrees.append((repo, dest))
         tree = dest / spec.subdir if spec.subdir else dest
+        if not tree.resolve().is_relative_to(dest.resolve()):
+            raise SourceError(
+                spec.location,
+                f"subdir {spec.subdir!r} leads outside the checkout",
+                hint="give a directory inside the repository",
+            )
         if not tree.is_dir():
             raise SourceError(spec.location, f"no directory {spec.subdir!r} at {spec.ref}")
         return tree, commit
+
+    def _check_contains(self, source: Path) -> None:
+        """SourceError when the work directory sits inside the source (and is not among
+        what the copy skips): copying the source would copy its own copy, without end."""
+        src = source.resolve()
+        if not self.root.is_relative_to(src):
+            return
+        parts = self.root.relative_to(src).parts
+        if parts and any(_excluded(p, i == 0) for i, p in enumerate(parts)):
+            return
+        raise SourceError(
+            str(source),
+            f"the work directory {self.root} is inside it: copying the source would copy the copy",
+            hint="give a --work-dir outside the source (or under its build/ directory)",
+        )
 
     def materialize(self, variant: Variant, spec: SourceSpec) -> SourceTree:
         """A fresh tree for `variant` with its patches applied, and its digests."""
@@ -236,6 +269,7 @@ class Workspace:
         if spec.kind is SourceKind.PATH:
             if not Path(spec.location).is_dir():
                 raise SourceError(spec.location, "no such directory")
+            self._check_contains(Path(spec.location))
             tree = dest / "tree"
             _copy(Path(spec.location), tree)
         else:
@@ -247,15 +281,13 @@ class Workspace:
                 raise PatchError(patch, detail="no such file")
             patches.append(PatchRecord(patch, file_digest(patch)))
             apply_patch(tree, patch)
+        if patches:  # a patch can create a link, too
+            check_links(tree, spec.location)
         return SourceTree(variant.name, tree, tree_digest(tree), spec, commit, tuple(patches))
 
     def close(self, *, keep: bool = False) -> None:
-        """Remove the worktrees (from their repositories too) and, unless `keep`, the
-        scratch directory."""
-        for repo, dest in self._worktrees:
-            # best effort: a worktree that is already gone is what we want
-            proc.capture(["git", "-C", repo, "worktree", "remove", "--force", str(dest)])
-            proc.capture(["git", "-C", repo, "worktree", "prune"])
-        self._worktrees.clear()
+        """Remove the scratch directory (csorch's clones and their worktrees with it),
+        unless `keep`."""
+        self._clones.clear()
         if not keep and self.root.exists():
             shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,54 @@
+"""The lock on a bundle directory: one csorch session at a time writes in it.
+
+A `fcntl.flock` on `.csorch.lock` in the directory, held for the session and let go by
+the kernel when the process ends (however it ends: a SIGKILL leaves no stale lock). A
+second run, or a second `--resume` of the same directory, is refused with the pid that
+holds it, before it reads the journal or stops anyone's children."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import IO
+
+from orchestrator.errors import CsorchError
+
+LOCK = ".csorch.lock"
+
+
+class Busy(CsorchError):
+    """Another csorch session holds the directory."""
+
+
+class Held:
+    """A held lock on one directory; `release()` lets it go."""
+
+    def __init__(self, directory: Path, handle: IO[str]) -> None:
+        self.directory, self._handle = directory, handle
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            self._handle.close()  # closing the descriptor drops the flock
+
+
+def hold(directory: Path) -> Held:
+    """Take the lock on `directory` (made if missing); Busy when another session has it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = open(directory / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 (held for the session)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise Busy(
+            f"{directory} is in use by another csorch session (pid {holder})",
+            hint="wait for it to finish (or stop it), then run the same command again",
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return Held(directory, handle)

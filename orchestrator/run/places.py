@@ -1,0 +1,110 @@
+"""Places: where csorch may write. Every verb checks the directory (or file) it was told
+to write in here, after the path is resolved, against csorch's rule that it writes only
+in its own directories: a results directory may not lie inside a source tree (the
+bundle would land in the user's tree and be copied into the variants), a build cache (an
+eviction would delete it), a work directory (closing the run deletes it), an existing
+bundle, gate or bisect directory (its manifest would be overwritten or hash strangers),
+nor be `/` or the home directory itself; a report file may not land inside a bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from orchestrator.bundle.layout import MANIFEST, RESULTS
+from orchestrator.errors import CsorchError
+from orchestrator.model import Experiment
+from orchestrator.run.journal import JOURNAL
+
+#: a directory holding one of these is csorch's record of something (a bundle, a gate,
+#: a bisection, a cache entry): nothing else may be written into it
+MARKS = (MANIFEST, RESULTS, JOURNAL, "gate.json", "gate-run.json", "bisect.json", "entry.json")
+
+
+def resolved(path: Path) -> Path:
+    """`path` made absolute with every link resolved (as far as it exists)."""
+    return Path(path).expanduser().resolve()
+
+
+def record_dir(path: Path) -> Path | None:
+    """The nearest directory at or above `path` that is a csorch record (a bundle, a gate,
+    a bisection, a cache entry), else None."""
+    for p in (path, *path.parents):
+        if p.is_dir() and any((p / m).is_file() for m in MARKS):
+            return p
+    return None
+
+
+def sources(experiments: Iterable[Experiment]) -> tuple[Path, ...]:
+    """The user's trees the experiments read: each variant's source directory (a local
+    repository's too), where csorch writes nothing."""
+    found = []
+    for experiment in experiments:
+        for variant in experiment.variants:
+            location = Path(experiment.source_for(variant).location)
+            if location.is_dir():
+                found.append(location)
+    return tuple(dict.fromkeys(found))
+
+
+def check_out(
+    path: Path,
+    *,
+    what: str = "--out",
+    sources: Iterable[Path] = (),
+    cache: Path | None = None,
+    work: Path | None = None,
+    resuming: bool = False,
+) -> None:
+    """CsorchError unless `path` may hold csorch's results: not `/` or $HOME, not inside a
+    source tree, the cache or the work directory, not inside a bundle or gate (a resume
+    may continue the one it names, nothing under it)."""
+    check_directory(path, what)
+    if cache is not None:
+        check_directory(cache, "--cache-dir")
+    real = resolved(path)
+    hint = "give a new directory outside the sources, the cache and the work directory"
+    if real == Path(real.anchor) or real == resolved(Path.home()):
+        raise CsorchError(f"{what} {path} is {real}: csorch does not write there", hint=hint)
+    for label, root in (("the build cache", cache), ("the work directory", work)):
+        if root is not None and _within(real, resolved(root)):
+            raise CsorchError(f"{what} {path} is inside {label} {resolved(root)}", hint=hint)
+    for source in sources:
+        if _within(real, resolved(source)):
+            raise CsorchError(
+                f"{what} {path} is inside the source tree {resolved(source)}: the bundle would "
+                "land in the user's tree and be copied into the variants",
+                hint=hint,
+            )
+    record = record_dir(real.parent if resuming else real)
+    if record is not None:
+        raise CsorchError(
+            f"{what} {path} is inside {record}, which holds csorch's results already",
+            hint="give a new directory (a resume takes the directory itself)",
+        )
+
+
+def check_directory(path: Path, what: str) -> None:
+    """CsorchError when `path` cannot be a directory csorch makes or uses: a file, or
+    under one."""
+    if path.exists() and not path.is_dir():
+        raise CsorchError(f"{what} {path} is a file", hint="give a directory")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise CsorchError(f"{what} {path} is under {parent}, a file", hint="give a directory")
+
+
+def check_report(path: Path, what: str = "--output") -> None:
+    """CsorchError when a report file would land inside a bundle (its manifest hashes
+    every file there) or be one of its files."""
+    real = resolved(path)
+    record = record_dir(real.parent)
+    if record is not None:
+        raise CsorchError(
+            f"{what} {path} is inside {record}: a bundle holds only what its manifest lists",
+            hint="write the report outside the bundle",
+        )
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
