@@ -56,7 +56,13 @@ Jobs = Annotated[
     int | None, typer.Option(min=1, help="child processes at once (default: CPU count, up to 8)")
 ]
 Repeat = Annotated[int | None, typer.Option(min=1, help="N for every run")]
-CacheDir = Annotated[Path, typer.Option(help="the build cache")]
+CacheDir = Annotated[
+    Path,
+    typer.Option(
+        help="the build cache (default: $CSORCH_CACHE_DIR, else $XDG_CACHE_HOME/csorch, "
+        "else ~/.cache/csorch; scratch trees go in its work/)"
+    ),
+]
 ExecutorOpt = Annotated[
     str | None,
     typer.Option(
