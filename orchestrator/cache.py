@@ -30,11 +30,30 @@ from pathlib import Path
 from typing import IO
 
 FORMAT = 1  # bump when the entry layout or the build protocol changes
-DEFAULT_DIR = Path("build") / "csorch-cache"
+#: names the build cache's directory (over the XDG default; `--cache-dir` wins over both)
+ENV = "CSORCH_CACHE_DIR"
 DEFAULT_MAX_ENTRIES = 32
 DEFAULT_MAX_BYTES = 16 << 30
 META = "entry.json"
 USED = ".used"
+
+
+def user_cache_home() -> Path:
+    """$XDG_CACHE_HOME when it is an absolute path (the XDG spec ignores a relative one),
+    else ~/.cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+
+
+def default_dir() -> Path:
+    """The build cache when no `--cache-dir` is given: $CSORCH_CACHE_DIR, else
+    $XDG_CACHE_HOME/csorch, else ~/.cache/csorch. Never relative to the current
+    directory: a run started from another directory finds the same builds."""
+    named = os.environ.get(ENV, "")
+    return Path(named).expanduser().resolve() if named else user_cache_home() / "csorch"
+
+
+DEFAULT_DIR = default_dir()
 
 
 def key(inputs: Mapping[str, object]) -> str:

@@ -1,9 +1,9 @@
 """The csorch command line: the only package that prints (with Rich) and exits.
 
-One module a verb (run, scan, gate, compare, bisect, probe, report, verify, doctor, schema,
-and the hidden slurm-task), each registering its command on `app` when imported below; `common`
-holds what they share, `progress` what run, gate and compare show while an experiment
-runs. A verb turns its flags into a call of the library and prints; the work is below.
+One module a verb (run, scan, gate, compare, bisect, probe, report, verify, doctor, check,
+schema, and the hidden slurm-task), each registering its command on `app` when imported below;
+`common` holds what they share, `progress` what run, gate and compare show while an
+experiment runs. A verb turns its flags into a call of the library and prints; the work is below.
 
 Verbs map to pipelines of the stage modules; each verb returns one of `ExitCode`:
 0 pass, 1 fail, 2 usage error (bad arguments or config, a checker asked for but
@@ -13,6 +13,7 @@ is left marked incomplete). `csorch probe` speaks git's 0/1/125 instead.
 
 from orchestrator.cli import (  # noqa: F401 (each registers its verbs)
     bisect,
+    check,
     compare,
     doctor,
     gate,

@@ -59,7 +59,13 @@ Jobs = Annotated[
 Repeat = Annotated[
     int | None, typer.Option(min=1, max=MAX_REPEATS, help="N for every run (at most 10,000)")
 ]
-CacheDir = Annotated[Path, typer.Option(help="the build cache")]
+CacheDir = Annotated[
+    Path,
+    typer.Option(
+        help="the build cache (default: $CSORCH_CACHE_DIR, else $XDG_CACHE_HOME/csorch, "
+        "else ~/.cache/csorch; scratch trees go in its work/)"
+    ),
+]
 ExecutorOpt = Annotated[
     str | None,
     typer.Option(

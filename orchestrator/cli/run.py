@@ -24,6 +24,7 @@ from orchestrator.cli.progress import run_one
 from orchestrator.config.experiment import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.executors.choice import check_local_only, executor_for
+from orchestrator.judge import proposal
 from orchestrator.model.job import Fanout
 from orchestrator.run import journal, options, places
 
@@ -129,4 +130,13 @@ def run_command(
         selected=tuple(case or ()),
     )
     result = run_one(experiment, opts, facts)
+    found = proposal.propose(result.experiment, result.attempts)
+    if found:  # the config has no target: what every control showed and the fix did not
+        out.print(
+            f"proposed target (every control shows it, {experiment.expect.fix} does not; "  # type: ignore[union-attr]
+            f"paste under expect: in {experiment.config}):",
+            highlight=False,
+            soft_wrap=True,
+        )
+        out.print(proposal.target_block(found).rstrip(), highlight=False, markup=False)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

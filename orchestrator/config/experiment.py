@@ -41,6 +41,10 @@ the closest key for a misspelt one. Paths are relative to the config file.
       # - [./bug, "8"]                    # a command (argv), run in the variant's tree
     repeats: 1                            # N, default 1
     timeout: 15m                          # per attempt: seconds or 90s / 10m / 2h
+    case_timeout: 2m                      # per pytest case (also per run): a hung test
+                                          # ends as one inconclusive case, the rest run on
+    pytest_args: [-x]                     # for every pytest case; csorch adds -p no:xdist
+                                          # unless these or a case's args ask for xdist (-n)
     expect:
       controls: [rebuilt, installed]      # must show the target...
       fix: patched                        # ...which this variant must not show
@@ -214,6 +218,7 @@ class _Reader:
         timeout = f.get("timeout")
         description = f.get("description")
         slurm = f.get("slurm")
+        case_timeout, pytest_args = f.get("case_timeout"), f.get("pytest_args")
         experiment = Experiment(
             name=name,
             source=source,
@@ -226,6 +231,8 @@ class _Reader:
             config=self.path,
             executor=executor_of(f.get("executor")),
             slurm=read_slurm(slurm) if slurm else SlurmSettings(),
+            case_timeout=case_timeout.duration() if case_timeout else None,
+            pytest_args=pytest_args.words() if pytest_args else (),
         )
         if experiment.attempts() > MAX_ATTEMPTS:
             raise ConfigError(
@@ -341,6 +348,7 @@ class _Reader:
                 f"preset {name} is for {', '.join(PRESETS[name].checkers)}, not {checker.value}",  # type: ignore[attr-defined]
                 hint="drop it from this run, or pick a preset for its checker",
             )
+        case_timeout = f.get("case_timeout")
         return Run(
             name=f.require("name").name(),
             checker=checker,  # type: ignore[arg-type]
@@ -352,6 +360,7 @@ class _Reader:
             repeats=repeats.integer(minimum=1, maximum=MAX_REPEATS) if repeats else None,
             timeout=timeout.duration() if timeout else None,
             description=description.text() if description else "",
+            case_timeout=case_timeout.duration() if case_timeout else None,
         )
 
     def _suppressions(self, view: View | None, checker: Checker) -> tuple[Suppression, ...]:

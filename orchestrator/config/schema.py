@@ -25,6 +25,8 @@ TOP = {
     "cases": "what to run: pytest paths or node ids, {name, pytest, marker}, or argv lists",
     "repeats": "how many times each variant x run x case runs (N)",
     "timeout": "time limit per attempt: seconds, or 90s / 10m / 2h",
+    "case_timeout": "time limit per pytest case (a hung test ends as one inconclusive case)",
+    "pytest_args": "extra pytest arguments for every pytest case (e.g. [-n, 4] for xdist)",
     "expect": "the causality claim: {controls, fix, min_hits, target}",
     "executor": "where the attempts run: local or slurm",
     "slurm": "Slurm settings: {partition, account, time, gres, sbatch, throttle, poll}",
@@ -103,6 +105,7 @@ RUN = {
     "env": "environment for the cases",
     "repeats": "N for this run",
     "timeout": "time limit per attempt for this run",
+    "case_timeout": "time limit per pytest case for this run",
     "description": "free text",
 }
 CASE = {

@@ -1,9 +1,14 @@
 """Execution: one planned job (variant x run x case x repeat x device) -> one Attempt.
 
 A pytest case runs as a child `python -m pytest TARGETS -p orchestrator.markers.plugin -s
--q -p no:cacheprovider [ARGS]` with the variant's build first on PYTHONPATH; a command
-case runs its argv in the variant's built tree. Either is wrapped by the run's checker:
-compute-sanitizer prefixes the argv, ASan preloads its runtime. A run with no checker
+-q -p no:cacheprovider -p no:xdist [PYTEST_ARGS] [ARGS]` with the variant's build first on
+PYTHONPATH (`-p no:xdist` unless the arguments ask for xdist: its workers would hide the
+case markers from the checker's log); with a `case_timeout`, `-p
+orchestrator.markers.timeout` ends a hung test as one ERROR case. A command case runs its
+argv in the variant's built tree. Both see CSORCH_CHECKER, the tool watching them
+(memcheck, initcheck, racecheck, synccheck, asan or none), to adapt to it. Either is
+wrapped by the run's checker: compute-sanitizer prefixes the argv, ASan preloads its
+runtime. A run with no checker
 still preloads the ASan runtime when the build is instrumented (it cannot load
 otherwise); its findings are not parsed, only outcomes count.
 
@@ -34,6 +39,7 @@ from orchestrator.errors import ProcessStartError
 from orchestrator.executors import attempt_log
 from orchestrator.findings import suppressions
 from orchestrator.markers import reader
+from orchestrator.markers import timeout as case_timeout
 from orchestrator.model import (
     Attempt,
     Build,
@@ -94,6 +100,14 @@ def packages(import_path: Path) -> tuple[str, ...]:
         elif entry.suffix in (".py", ".so"):
             names.add(entry.name.split(".")[0])
     return tuple(sorted(names))
+
+
+def wants_xdist(args: Sequence[str]) -> bool:
+    """Whether pytest arguments ask for pytest-xdist (-n N, --numprocesses, --dist, -p
+    xdist...): then csorch does not block it."""
+    return any(
+        a.startswith(("-n", "--numprocesses", "--dist", "--tx")) or "xdist" in a for a in args
+    )
 
 
 def checker_for(run: Run, backend: str) -> Checker:
@@ -189,12 +203,25 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         "-p",
         "no:cacheprovider",
     ]
+    extra = [*ctx.experiment.pytest_args, *case.args_for(ctx.backend)]
+    if not wants_xdist(extra):
+        argv += ["-p", "no:xdist"]
+    limit = ctx.experiment.case_timeout_for(run)
+    if limit is not None:
+        argv += ["-p", "orchestrator.markers.timeout"]
     if case.marker:
         argv += ["-m", case.marker]
-    argv += case.args_for(ctx.backend)
+    argv += extra
     path = [str(build.import_path)] if build.import_path else []
     path += [str(CSORCH_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**dict(run.env), "PYTHONPATH": os.pathsep.join(path), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **dict(run.env),
+        "PYTHONPATH": os.pathsep.join(path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CSORCH_CHECKER": checker_for(run, ctx.backend).value,
+    }
+    if limit is not None:
+        env[case_timeout.ENV] = f"{limit:g}"
     if build.import_path:
         env |= {
             "CSORCH_PACKAGE_DIR": str(build.import_path),
@@ -230,12 +257,21 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         kept = list(report.nodes)
         if report.context_lost:  # what ran after the context died proves nothing
             kept = kept[: report.began.index(report.context_lost) + 1]
+        hung = limit is not None and not report.finished and _hung(kept, log)
+        if hung:
+            kept[-1] = dataclasses.replace(
+                kept[-1],
+                detail=f"hung past case_timeout ({limit:g} s); faulthandler ended the "
+                "process (the tracebacks are in the log)",
+            )
         results += kept
         done += [n.nodeid for n in kept]
         status = report.session_status
         ended = (
             "timeout"
             if result.timed_out
+            else "case timeout"
+            if hung
             else "context lost"
             if report.context_lost
             else "died"
@@ -263,8 +299,18 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     return _attempt(job, run, ctx, launches, results, parses, timed_out, error, gpus)
 
 
+def _hung(kept: list[NodeResult], log: Path) -> bool:
+    """Whether the launch's last case was ended by the case timeout (faulthandler's
+    "Timeout (...)!" in the log, after a case that began and never ended)."""
+    return (
+        bool(kept)
+        and kept[-1].outcome is Outcome.ERROR
+        and (case_timeout.fired(attempt_log.lines(log)) is not None)
+    )
+
+
 def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
-    env = dict(run.env)
+    env = {**dict(run.env), "CSORCH_CHECKER": checker_for(run, ctx.backend).value}
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
     argv, env, parse = _wrap(list(case.command), env, run, build, ctx)

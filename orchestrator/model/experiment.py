@@ -86,6 +86,7 @@ class Run(Record):
     timeout: float | None = None  # seconds per attempt; None: the experiment's
     description: str = ""
     suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
+    case_timeout: float | None = None  # seconds per pytest case; None: the experiment's
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,8 @@ class Experiment(Record):
     config: Path | None = None
     executor: str = "local"  # where attempts run: "local" or "slurm" (flags override)
     slurm: SlurmSettings = SlurmSettings()
+    case_timeout: float | None = None  # seconds per pytest case (None: only `timeout`)
+    pytest_args: tuple[str, ...] = ()  # extra pytest arguments for every pytest case
 
     def variant(self, name: str) -> Variant:
         return next(v for v in self.variants if v.name == name)
@@ -171,6 +174,9 @@ class Experiment(Record):
 
     def timeout_for(self, run: Run) -> float:
         return run.timeout if run.timeout is not None else self.timeout
+
+    def case_timeout_for(self, run: Run) -> float | None:
+        return run.case_timeout if run.case_timeout is not None else self.case_timeout
 
     def source_for(self, variant: Variant) -> SourceSpec:
         return variant.source if variant.source is not None else self.source

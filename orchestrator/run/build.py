@@ -33,6 +33,7 @@ from orchestrator.cache import Cache, key
 from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, SourceTree, Variant
+from orchestrator.run import buildhelp
 
 LOG = "build.log"
 TAIL_LINES = 30
@@ -135,7 +136,8 @@ def description(tree: Path, declared: str) -> Path | None:
     """The jit build description: the declared one, else the tree's only build.py."""
     if declared:
         path = tree / declared
-        return path if path.is_file() else None
+        # setup.py does not take --root/--package-dir: that tree wants `build: wheel`
+        return path if path.is_file() and not buildhelp.packaging(declared) else None
     found = (
         [tree / "build.py"] if (tree / "build.py").is_file() else sorted(tree.glob("*/build.py"))
     )
@@ -145,11 +147,7 @@ def description(tree: Path, declared: str) -> Path | None:
 def _jit(variant: Variant, tree: Path, out: Path, step: _Step, ctx: Context) -> None:
     script = description(tree, variant.build.description)
     if script is None:
-        raise step.fail(
-            f"no build description {variant.build.description!r} in the tree"
-            if variant.build.description
-            else "no single build.py or */build.py in the tree; set build.description"
-        )
+        raise step.fail(buildhelp.no_description(tree, variant.build.description))
     argv = [
         ctx.python,
         str(script),
@@ -355,14 +353,15 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
             ctx.cache.hold(k)
             published = True
         except BuildError as exc:
-            if (out / LOG).exists():
+            ran = (out / LOG).exists()  # a check before any step leaves no log to cite
+            if ran:
                 shutil.copyfile(out / LOG, log_copy)
             # the scratch log goes with the scratch directory: point at the bundle's copy
             raise BuildError(
                 exc.variant,
                 exc.command,
                 exc.returncode,
-                log_copy,
+                log_copy if ran else None,
                 exc.log_tail,
                 problem=exc.problem,
             ) from None

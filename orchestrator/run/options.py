@@ -20,9 +20,24 @@ from orchestrator.model import Attempt, Build
 from orchestrator.model.job import Fanout
 from orchestrator.run.plan import parse_devices
 
-DEFAULT_WORK = Path("build") / "csorch-work"
+#: names the directory the default results directories go under
+RESULTS_ENV = "CSORCH_RESULTS_DIR"
+
+
+def results_home() -> Path:
+    """Where a run with no --out writes: $CSORCH_RESULTS_DIR, else
+    $XDG_DATA_HOME/csorch/results, else ~/.local/share/csorch/results; never the current
+    directory (the verb prints the directory it wrote)."""
+    named = os.environ.get(RESULTS_ENV, "")
+    if named:
+        return Path(named).expanduser().resolve()
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "csorch" / "results"
+
+
 #: where results go when no --out is given
-RESULTS = Path("results")
+RESULTS = results_home()
 
 
 @dataclass(frozen=True)
@@ -31,7 +46,7 @@ class Options:
     out: Path
     reason: str = ""  # why this backend (for the record)
     cache: Path = cache.DEFAULT_DIR
-    work: Path = DEFAULT_WORK
+    work: Path | None = None  # the scratch trees; None: `cache`/work (see `work_dir`)
     jobs: int = 1
     devices: tuple[str, ...] = ()
     fanout: Fanout = Fanout.SHARD
@@ -48,6 +63,12 @@ class Options:
     # how the run is judged (builds, attempts) -> Judgement; None: causality against the
     # experiment's expectations (a scan, which states none, passes its own: run/scan.py)
     judge: Callable[[Sequence[Build], Sequence[Attempt]], Judgement] | None = None
+
+
+def work_dir(options: Options) -> Path:
+    """Where a run's scratch trees go: the given --work, else beside the build cache
+    (CACHE/work), so that neither depends on the current directory."""
+    return Path(options.work) if options.work is not None else Path(options.cache) / "work"
 
 
 def default_jobs() -> int:

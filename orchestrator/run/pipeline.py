@@ -41,7 +41,7 @@ from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
 from orchestrator.run import build, lock, resume
 from orchestrator.run.journal import Journal
-from orchestrator.run.options import Options, racecheck_workers
+from orchestrator.run.options import Options, racecheck_workers, work_dir
 from orchestrator.run.plan import plan
 from orchestrator.run.sources import Workspace
 
@@ -145,8 +145,9 @@ class _Run:
             started=_now(),
             not_run=[f"run {name}: {why}" for name, why in unserved.items() if why],
         )
-        options.work.mkdir(parents=True, exist_ok=True)
-        self.workspace = Workspace(Path(tempfile.mkdtemp(prefix="run-", dir=options.work)))
+        work = work_dir(options)
+        work.mkdir(parents=True, exist_ok=True)
+        self.workspace = Workspace(Path(tempfile.mkdtemp(prefix="run-", dir=work)))
         self.cache = cache.Cache(options.cache)
         runtime = Path(host.asan_runtime) if host.asan_runtime else None
         self.build_ctx = build.Context(

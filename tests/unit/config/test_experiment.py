@@ -85,6 +85,7 @@ def test_the_documented_example_loads(tmp_path: Path) -> None:
     assert e.variants[1].build.flags == ("-DQEXT_TRACE",)
     assert e.runs[1].options == ("--padding", "512") and e.runs[1].timeout == 1800.0
     assert e.runs[1].repeats == 4 and e.timeout == 900.0
+    assert e.case_timeout == 120.0 and e.pytest_args == ("-x",)
     assert [s.kind for s in e.runs[1].suppressions] == ["Api"]
     assert [c.name for c in e.cases] == ["test_rng_ownership", "sr", "rng-unfused"]
     assert e.cases[1].marker == "not slow"
@@ -601,3 +602,15 @@ def test_each_cudabugs_target_matches_its_control_on_the_h200_and_not_the_fix(na
     for other, (prog, tool, _) in CUDABUGS.items():
         if other != name:
             assert not any(matches(target, sig) for sig in signatures(prog, "control", tool))
+
+
+def test_case_timeout_and_pytest_args(tree: Path) -> None:
+    text = sub("repeats: 2", "repeats: 2\ncase_timeout: 90s\npytest_args: [-k, not slow]")
+    text = text.replace("    checker: none\n", "    checker: none\n    case_timeout: 5\n", 1)
+    e = load_experiment(write(tree, text))
+    assert e.case_timeout == 90.0 and e.pytest_args == ("-k", "not slow")
+    assert e.case_timeout_for(e.runs[0]) == 5.0 and e.case_timeout_for(e.runs[1]) == 90.0
+    assert load_experiment(write(tree, BASE)).case_timeout_for(e.runs[1]) is None
+    with pytest.raises(ConfigError) as info:
+        load_experiment(write(tree, sub("repeats: 2", "case_timeout: soon")))
+    assert info.value.key == "case_timeout" and info.value.line == 17

@@ -415,3 +415,71 @@ def test_a_runs_suppressions_mark_its_findings_and_drop_none(
     ]
     assert a.parse.summary_count == len(a.findings) == 2  # nothing was dropped
 
+
+def _with(ctx: execute.Context, **changes) -> execute.Context:
+    return dataclasses.replace(ctx, experiment=dataclasses.replace(ctx.experiment, **changes))
+
+
+def test_a_hung_case_past_case_timeout_is_one_error_case(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    # test_sleep sleeps 60 s; the attempt's timeout (120 s) would end the whole attempt
+    ctx = _with(context(tmp_path, suite, env=[("SLEEP", "1")]), case_timeout=2.0)
+    a = execute.execute(Job("v", "plain", "suite", 0), built, ctx)
+    assert not a.timed_out and a.duration < 60
+    assert [launch.ended for launch in a.launches] == ["case timeout", ""]
+    got = outcomes(a)
+    assert got["test_sleep"] is Outcome.ERROR and got["test_zlast"] is Outcome.PASSED
+    assert got["test_pass"] is Outcome.PASSED and len(got) == 7
+    hung = next(n for n in a.nodes if n.nodeid.endswith("test_sleep"))
+    assert "hung past case_timeout (2 s)" in hung.detail
+    log = (tmp_path / "bundle" / a.launches[0].log).read_text()
+    assert "Timeout (0:00:02)!" in log and " in test_sleep\n" in log  # faulthandler's dump
+    assert dict(a.env)["CSORCH_CASE_TIMEOUT"] == "2"
+
+
+def test_a_run_case_timeout_overrides_the_experiments(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    ctx = _with(context(tmp_path, suite, env=[("SLEEP", "1")]), case_timeout=600.0)
+    runs = (dataclasses.replace(ctx.experiment.runs[0], case_timeout=1.5), *ctx.experiment.runs[1:])
+    ctx = _with(ctx, runs=runs)
+    a = execute.execute(Job("v", "plain", "suite", 0), built, ctx)
+    assert outcomes(a)["test_sleep"] is Outcome.ERROR and a.duration < 60
+
+
+def test_the_child_is_told_its_checker_and_xdist_is_off_unless_asked(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    (suite.parent / "test_env.py").write_text(
+        "import os\ndef test_checker():\n    print('CHECKER=' + os.environ['CSORCH_CHECKER'])\n"
+    )
+    ctx = _with(context(tmp_path, suite, args=["-k", "checker"]), pytest_args=("-v",))
+    ctx = dataclasses.replace(
+        ctx,
+        experiment=dataclasses.replace(
+            ctx.experiment,
+            cases=(Case("env", CaseKind.PYTEST, (str(suite.parent / "test_env.py"),)),),
+        ),
+    )
+    a = execute.execute(Job("v", "plain", "env", 0), built, ctx)
+    argv = a.launches[0].argv
+    assert argv[argv.index("no:xdist") - 1] == "-p" and argv[-1] == "-v"
+    assert "CHECKER=none" in (tmp_path / "bundle" / a.log).read_text()
+    assert dict(a.env)["CSORCH_CHECKER"] == "none"
+    assert execute.wants_xdist(["-n", "4"]) and execute.wants_xdist(["-p", "xdist"])
+    assert not execute.wants_xdist(["-k", "not slow", "-x"])
+    asked = _with(ctx, pytest_args=("-n0",))
+    b = execute.execute(Job("v", "plain", "env", 0), built, asked)
+    assert "no:xdist" not in b.launches[0].argv
+
+
+def test_a_command_case_is_told_its_checker(tmp_path: Path, suite: Path, built: Build) -> None:
+    (built.workdir / "show.py").write_text(
+        "import os; print('CHECKER=' + os.environ['CSORCH_CHECKER'])\n"
+    )
+    ctx = context(tmp_path, suite)
+    cases = (Case("show", CaseKind.COMMAND, command=(sys.executable, "show.py")),)
+    ctx = _with(ctx, cases=cases)
+    a = execute.execute(Job("v", "plain", "show", 0), built, ctx)
+    assert "CHECKER=none" in (tmp_path / "bundle" / a.log).read_text()

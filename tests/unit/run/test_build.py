@@ -174,8 +174,39 @@ def test_a_jit_build_finds_the_only_build_py(subject: Path, tmp_path: Path) -> N
     (subject / "other").mkdir()
     (subject / "other" / "build.py").write_text("")
     assert build.description(subject, "") is None
-    with pytest.raises(BuildError, match="no single build.py"):
+    with pytest.raises(BuildError) as caught:
         build.build(Variant("j", BuildSpec(BuildKind.JIT)), tree_of(subject), context(tmp_path))
+    assert "it has 2: other/build.py, tools/build.py" in caught.value.message
+    assert "`build: {kind: jit, description: other/build.py}`" in caught.value.message
+
+
+def test_a_jit_build_of_a_setup_py_tree_names_the_kinds_and_cites_no_missing_log(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ext"
+    root.mkdir()
+    (root / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (root / "Makefile").write_text("all:\n\ttrue\n")
+    for declared, why in (
+        (
+            "",
+            "a jit build needs one build description, build.py or */build.py, in the tree; "
+            "it has none",
+        ),
+        ("setup.py", "build.description names setup.py, which is not a jit build description"),
+        ("tools/b.py", "build.description 'tools/b.py' is not a file in the tree"),
+    ):
+        variant = Variant("j", BuildSpec(BuildKind.JIT, description=declared))
+        with pytest.raises(BuildError) as caught:
+            build.build(variant, tree_of(root), context(tmp_path))
+        message = caught.value.message
+        assert why in message, message
+        assert "`build: wheel` (pip wheel of the tree's setup.py)" in message
+        assert "`build: {kind: command, command: [make], outputs: [GLOB]}`" in message
+        assert "--package-dir P" in message
+        # nothing ran, so there is no log: none is cited
+        assert "full log" not in message and caught.value.log_path is None
+        assert not (tmp_path / "logs" / "j.log").exists()
 
 
 def test_a_wheel_build_installs_into_a_private_directory(tmp_path: Path) -> None:
