@@ -93,7 +93,6 @@ def prepare(
             out_dir,
             sources=places.sources([experiment]),
             cache=Path(cache_dir or cache.DEFAULT_DIR),
-            work=options.DEFAULT_WORK,
             resuming=(out_dir / driver.STATE).is_file(),
         )
     out_dir = (out_dir or options.RESULTS / f"bisect-{experiment.name}-{stamp()}").resolve()

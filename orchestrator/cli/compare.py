@@ -66,8 +66,7 @@ def compare_command(
                 target,
                 sources=places.sources([experiment]),
                 cache=cache_dir,
-                work=options.DEFAULT_WORK,
-            )
+                )
         except CsorchError as exc:
             raise fail(exc) from None
         out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)

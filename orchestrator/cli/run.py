@@ -104,8 +104,7 @@ def run_command(
                 out_dir,
                 sources=places.sources([experiment]),
                 cache=cache_dir,
-                work=options.DEFAULT_WORK,
-                resuming=resume is not None,
+                    resuming=resume is not None,
             )
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)

@@ -431,7 +431,6 @@ def run(
             out,
             sources=places.sources(plan.experiments),
             cache=settings.cache,
-            work=options.DEFAULT_WORK,
             resuming=request.resume is not None,
         )
     if request.stored:
