@@ -1,8 +1,9 @@
 """Execution: one planned job (variant x run x case x repeat x device) -> one Attempt.
 
 A pytest case runs as a child `python -m pytest TARGETS -p orchestrator.markers.plugin -s
--q -p no:cacheprovider [ARGS]` with the variant's build first on PYTHONPATH; a command
-case runs its argv in the variant's built tree. Either is wrapped by the run's checker:
+-q -p no:cacheprovider [ARGS]` under the build's interpreter (the config's `python:`, else
+csorch's), with the variant's build first on PYTHONPATH and its test requirements second;
+a command case runs its argv in the variant's built tree. Either is wrapped by the run's checker:
 compute-sanitizer prefixes the argv, ASan preloads its runtime. A run with no checker
 still preloads the ASan runtime when the build is instrumented (it cannot load
 otherwise); its findings are not parsed, only outcomes count.
@@ -168,12 +169,19 @@ def _record(job: Job, result: proc.ProcResult, rel: Path, skipped: int, ended: s
     )
 
 
+def targets(case: Case, build: Build) -> tuple[str, ...]:
+    """The case's pytest targets; under `cases_from: variant` they lie in the variant's tree."""
+    if build.cases_root is None:
+        return case.pytest
+    return tuple(t if t.startswith("/") else str(build.cases_root / t) for t in case.pytest)
+
+
 def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
     argv = [
-        ctx.python,
+        build.python or ctx.python,  # the project's environment, where the config names one
         "-m",
         "pytest",
-        *case.pytest,
+        *targets(case, build),
         "-p",
         "orchestrator.markers.plugin",
         "-s",
@@ -184,7 +192,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     if case.marker:
         argv += ["-m", case.marker]
     argv += case.args_for(ctx.backend)
-    path = [str(build.import_path)] if build.import_path else []
+    path = [str(p) for p in (build.import_path, build.requirements_path) if p]
     path += [str(CSORCH_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**dict(run.env), "PYTHONPATH": os.pathsep.join(path), "PYTHONDONTWRITEBYTECODE": "1"}
     if build.import_path:
