@@ -50,7 +50,11 @@ def cache_key(variant: Variant, tree: SourceTree, ctx: Context) -> str:
             "toolchain": ctx.toolchain,
             "ambient": {k: os.environ.get(k, "") for k in AMBIENT},
             # new inputs only where used: the keys of existing entries stay as they were
-            **({"python": ctx.python} if ctx.environment.python else {}),
+            **(
+                {"python": ctx.python, "torch": environment.torch_of(ctx.python)}
+                if ctx.environment.python
+                else {}
+            ),
             **(
                 {"release": prebuilt.key_inputs(variant)} if spec.kind is BuildKind.PREBUILT else {}
             ),

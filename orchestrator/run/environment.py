@@ -24,6 +24,15 @@ def interpreter(experiment: Experiment, default: str) -> str:
     return experiment.environment.python or default
 
 
+def torch_of(python: str) -> dict[str, str]:
+    """The digest of the torch a venv's interpreter imports (its version.py), so that the
+    build cache, keyed by csorch's own torch, also tells the environment's apart: a venv
+    whose torch is upgraded rebuilds. Empty where the layout is not a venv's."""
+    root = Path(python).parent.parent
+    found = sorted(root.glob("lib/python*/site-packages/torch/version.py"))
+    return {str(f.relative_to(root)): file_digest(f) for f in found}
+
+
 def wanted(env: Environment) -> bool:
     return bool(env.requires or env.requirements_file)
 

@@ -46,3 +46,32 @@ def test_the_interpreter_is_the_config_s_or_csorch_s() -> None:
     assert environment.interpreter(e, "/usr/bin/python3") == "/usr/bin/python3"
     e = dataclasses.replace(e, environment=Environment(python="/venv/bin/python"))
     assert environment.interpreter(e, "/usr/bin/python3") == "/venv/bin/python"
+
+
+DESCRIPTION = """\
+import argparse, pathlib, sys
+p = argparse.ArgumentParser()
+for o in ("--root", "--build-dir", "--package-dir"):
+    p.add_argument(o, required=True)
+a = p.parse_args()
+pkg = pathlib.Path(a.package_dir) / "subj"
+pkg.mkdir(parents=True)
+(pkg / "__init__.py").write_text(f"BUILT_BY = {sys.executable!r}\\n")
+"""
+
+
+def test_the_environment_s_python_builds_and_is_recorded(tmp_path: Path) -> None:
+    import venv
+
+    venv.create(tmp_path / "venv", with_pip=False)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "build.py").write_text(DESCRIPTION)
+    variant = Variant("j", BuildSpec(BuildKind.JIT))
+    ctx = context(tmp_path, python=python, environment=Environment(python=python))
+    done = build.build(variant, tree_of(tmp_path / "s"), ctx)
+    assert done.python == python and done.steps[0][0] == python
+    assert python in (done.import_path / "subj" / "__init__.py").read_text()
+    assert build.build(variant, tree_of(tmp_path / "s"), ctx).python == python  # cached
+    mine = build.build(variant, tree_of(tmp_path / "s"), context(tmp_path))
+    assert mine.python == "" and mine.cache_key != done.cache_key
