@@ -9,7 +9,7 @@ the closest key for a misspelt one. Paths are relative to the config file.
     # source: {git: .., ref: v0.3.0, subdir: ext}   (ref defaults to HEAD)
     variants:
       - name: patched                     # also a directory name: [A-Za-z0-9._-]
-        build: jit                        # jit | wheel | command, or a mapping:
+        build: jit                        # jit | wheel | pip | prebuilt | command, or a mapping:
       - name: rebuilt
         patches: [../controls/rng-owner-scope.patch]   # applied in order
         build: {kind: jit, flags: [-DQEXT_TRACE]}
@@ -60,16 +60,20 @@ target names its `run`; a target that names its `checker` counts only where that
 ran (give a memcheck and an asan target to serve both backends). A config may describe
 an experiment without `expect`; it is then tabulated but not judged.
 
-Builds (build.py): `jit` runs the subject's build description, a Python script inside
-the variant's tree (`description`; default: the tree's only `build.py` or `*/build.py`),
-as `python SCRIPT --root TREE --build-dir B --package-dir P [--sanitize address]`; the
-contract for any subject is that it leaves an importable package directory in P, which
-goes first on the cases' PYTHONPATH (qext's is `qext/build.py`). `wheel` runs
-`pip wheel TREE --no-deps --no-build-isolation` and installs the wheel into a private
-directory with `pip install --no-deps --no-index --target P`. `command` runs its argv in
-the tree; command cases then run in the built tree. Sanitizer and `flags` reach the
-compilers through CFLAGS, CXXFLAGS and LDFLAGS (NVCC_APPEND_FLAGS for nvcc), and
-CSORCH_SANITIZE names the sanitizer ("address" or empty) for every kind.
+Builds (run/build.py; the kinds and the environment's keys are in config/builds.py, and
+docs/your-extension.md walks a project of your own through them): `jit` runs the subject's
+build description, a Python script inside the variant's tree (`description`; default: the
+tree's only `build.py` or `*/build.py`), as `python SCRIPT --root TREE --build-dir B
+--package-dir P [--sanitize address]`; the contract for any subject is that it leaves an
+importable package directory in P, which goes first on the cases' PYTHONPATH (qext's is
+`qext/build.py`). `wheel` runs `pip wheel TREE --no-deps --no-build-isolation` and installs
+the wheel into a private directory with `pip install --no-deps --no-index --target P`;
+`pip` runs `pip install --no-deps --no-build-isolation --no-index --target P TREE`;
+`prebuilt` installs a release binary unchanged (no patches). `command` runs its argv in the
+tree; command cases then run in the built tree, and pytest cases import from its
+`import_path` (nothing by default). Sanitizer and `flags` reach the compilers through
+CFLAGS, CXXFLAGS and LDFLAGS (NVCC_APPEND_FLAGS for nvcc), and CSORCH_SANITIZE names the
+sanitizer ("address" or empty) for every kind.
 """
 
 from __future__ import annotations
@@ -79,11 +83,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrator.config import builds
 from orchestrator.config.expectations import expectations
 from orchestrator.config.nodes import View, load
 from orchestrator.config.schema import (
     BACKENDS,
-    BUILD,
     CASE,
     ENV_NAME_RE,
     PRESETS,
@@ -102,9 +106,9 @@ from orchestrator.findings import suppressions
 from orchestrator.model import (
     RUN_CHECKERS,
     BuildKind,
-    BuildSpec,
     Case,
     CaseKind,
+    CasesFrom,
     Checker,
     Env,
     Experiment,
@@ -202,6 +206,7 @@ class _Reader:
         source = self.source(f.require("source"))
         variants = [self.variant(v) for v in f.require("variants").items()]
         runs = [self.run(r) for r in f.require("runs").items()]
+        self.cases_from = builds.cases_from(f.get("cases_from"))
         cases = [self.case(c) for c in f.require("cases").items()]
         for key, items in (("variants", variants), ("runs", runs), ("cases", cases)):
             if not items:
@@ -233,6 +238,8 @@ class _Reader:
             slurm=read_slurm(slurm) if slurm else SlurmSettings(),
             case_timeout=case_timeout.duration() if case_timeout else None,
             pytest_args=pytest_args.words() if pytest_args else (),
+            environment=builds.environment(f),
+            cases_from=self.cases_from,
         )
         if experiment.attempts() > MAX_ATTEMPTS:
             raise ConfigError(
@@ -278,45 +285,18 @@ class _Reader:
         build = f.require("build")
         source = f.get("source")
         description = f.get("description")
+        spec = builds.read(build)
+        if spec.kind is BuildKind.PREBUILT and patches is not None:
+            raise patches.error(
+                "a prebuilt control is the release binary unchanged: it takes no patches",
+                hint="to test a patched build, give this variant build: pip (or wheel)",
+            )
         return Variant(
             name=f.require("name").name(),
-            build=self.build(build),
+            build=spec,
             patches=tuple(p.path(directory=False) for p in patches.items()) if patches else (),
             source=self.source(source) if source else None,
             description=description.text() if description else "",
-        )
-
-    def build(self, view: View) -> BuildSpec:
-        kinds = tuple(BuildKind)
-        if not view.is_mapping:
-            kind = _choice(view, BuildKind, kinds)
-            if kind is BuildKind.COMMAND:
-                raise view.error(
-                    "a command build needs its argv",
-                    hint="write build: {kind: command, command: [make]}",
-                )
-            return BuildSpec(kind)  # type: ignore[arg-type]
-        f = view.mapping(BUILD)
-        kind = _choice(f.require("kind"), BuildKind, kinds)
-        command = f.get("command")
-        if kind is BuildKind.COMMAND:
-            argv = f.require("command").words(allow_single=False)
-            if not argv:
-                raise f.require("command").error("must not be empty")
-            for key in ("description", "flags"):
-                if key in f:
-                    raise f.require(key).error("applies to jit and wheel builds only")
-        elif command is not None:
-            raise command.error(f"applies to command builds only, not {kind.value}")  # type: ignore[attr-defined]
-        description, outputs = f.get("description"), f.get("outputs")
-        env, flags = f.get("env"), f.get("flags")
-        return BuildSpec(
-            kind=kind,  # type: ignore[arg-type]
-            command=argv if kind is BuildKind.COMMAND else (),
-            description=description.text("a path") if description else "",
-            outputs=outputs.words() if outputs else (),
-            env=_env(env) if env else (),
-            flags=flags.words() if flags else (),
         )
 
     def run(self, view: View) -> Run:
@@ -375,6 +355,14 @@ class _Reader:
     def _pytest_target(self, view: View) -> str:
         text = view.word()
         file_part, sep, rest = text.partition("::")
+        if self.cases_from is CasesFrom.VARIANT:
+            # checked once each variant's tree exists (run/builds/cases.py)
+            if file_part.startswith("/") or ".." in Path(file_part).parts:
+                raise view.error(
+                    "under cases_from: variant, a case is a path inside the variant's tree",
+                    hint="write it relative to the tree's root: test/test_extension.py",
+                )
+            return text
         try:
             path = (self.base / file_part).resolve()
             exists = path.exists()

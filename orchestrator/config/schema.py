@@ -30,6 +30,10 @@ TOP = {
     "expect": "the causality claim: {controls, fix, min_hits, target}",
     "executor": "where the attempts run: local or slurm",
     "slurm": "Slurm settings: {partition, account, time, gres, sbatch, throttle, poll}",
+    "python": "the interpreter the builds and cases use (a venv's bin/python)",
+    "test_requires": "the cases' pinned test requirements: a list, or a requirements file",
+    "wheels": "a wheel directory the test requirements install from (no index)",
+    "cases_from": "config (case paths relative to this file) or variant (to each variant's tree)",
 }
 SOURCE = {
     "path": "a directory",
@@ -40,17 +44,33 @@ SOURCE = {
 VARIANT = {
     "name": "the variant's name",
     "patches": "patch files, applied in order",
-    "build": "jit, wheel or command (or a mapping with kind)",
+    "build": "jit, wheel, pip, prebuilt or command (or a mapping with kind)",
     "source": "this variant's own source",
     "description": "free text",
 }
+#: the build kinds, with what each one is for (the hint of a wrong kind)
+BUILD_KINDS = {
+    "jit": "csorch's build.py contract (python build.py --root --build-dir --package-dir)",
+    "wheel": "pip wheel of the tree (setup.py or pyproject.toml), installed privately",
+    "pip": "pip install --target of the tree (setup.py or pyproject.toml)",
+    "prebuilt": "a release binary as users install it: wheel, requirement or installed",
+    "command": "an argv in the tree (make), with import_path for the cases",
+}
+#: a prebuilt control's sources: exactly one
+PREBUILT_SOURCES = ("wheel", "requirement", "installed")
 BUILD = {
-    "kind": "jit, wheel or command",
+    "kind": ", ".join(BUILD_KINDS),
     "command": "the build argv (command builds)",
-    "description": "the build description inside the tree (jit and wheel builds)",
+    "import_path": "the directory in the built tree the cases import from (command builds)",
+    "description": "the build description inside the tree (jit builds)",
     "outputs": "files (globs in the tree) whose sha256 is recorded",
     "env": "environment for the build",
-    "flags": "extra compile flags (jit and wheel)",
+    "flags": "extra compile flags (jit, wheel and pip)",
+    "wheel": "a wheel file (prebuilt)",
+    "requirement": "a pinned requirement NAME==VERSION (prebuilt)",
+    "find_links": "the wheel directory the requirement comes from (prebuilt)",
+    "index": "the package index URL the requirement comes from (prebuilt)",
+    "installed": "a distribution installed in the environment's python (prebuilt)",
 }
 
 

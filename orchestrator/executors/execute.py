@@ -1,9 +1,10 @@
 """Execution: one planned job (variant x run x case x repeat x device) -> one Attempt.
 
 A pytest case runs as a child `python -m pytest TARGETS -p orchestrator.markers.plugin -s
--q -p no:cacheprovider -p no:xdist [PYTEST_ARGS] [ARGS]` with the variant's build first on
-PYTHONPATH (`-p no:xdist` unless the arguments ask for xdist: its workers would hide the
-case markers from the checker's log); with a `case_timeout`, `-p
+-q -p no:cacheprovider -p no:xdist [PYTEST_ARGS] [ARGS]` under the build's interpreter (the
+config's `python:`, else csorch's), with the variant's build first on PYTHONPATH and its test
+requirements second (`-p no:xdist` unless the arguments ask for xdist: its workers would hide
+the case markers from the checker's log); with a `case_timeout`, `-p
 orchestrator.markers.timeout` ends a hung test as one ERROR case. A command case runs its
 argv in the variant's built tree. Both see CSORCH_CHECKER, the tool watching them
 (memcheck, initcheck, racecheck, synccheck, asan or none), to adapt to it. Either is
@@ -190,12 +191,19 @@ def _record(job: Job, result: proc.ProcResult, rel: Path, skipped: int, ended: s
     )
 
 
+def targets(case: Case, build: Build) -> tuple[str, ...]:
+    """The case's pytest targets; under `cases_from: variant` they lie in the variant's tree."""
+    if build.cases_root is None:
+        return case.pytest
+    return tuple(t if t.startswith("/") else str(build.cases_root / t) for t in case.pytest)
+
+
 def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
     argv = [
-        ctx.python,
+        build.python or ctx.python,  # the project's environment, where the config names one
         "-m",
         "pytest",
-        *case.pytest,
+        *targets(case, build),
         "-p",
         "orchestrator.markers.plugin",
         "-s",
@@ -212,7 +220,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     if case.marker:
         argv += ["-m", case.marker]
     argv += extra
-    path = [str(build.import_path)] if build.import_path else []
+    path = [str(p) for p in (build.import_path, build.requirements_path) if p]
     path += [str(CSORCH_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {
         **dict(run.env),

@@ -5,6 +5,7 @@ enums (kinds) and a planned job (job). The record base class is in record."""
 from orchestrator.model.experiment import (  # noqa: F401 (the package's API)
     BuildSpec,
     Case,
+    Environment,
     Expectations,
     Experiment,
     Run,
@@ -24,6 +25,7 @@ from orchestrator.model.kinds import (  # noqa: F401 (the package's API)
     RUN_CHECKERS,
     BuildKind,
     CaseKind,
+    CasesFrom,
     Checker,
     Env,
     Outcome,
@@ -35,6 +37,7 @@ from orchestrator.model.results import (  # noqa: F401 (the package's API)
     Artifact,
     Attempt,
     Build,
+    Distribution,
     Finding,
     Frame,
     Launch,

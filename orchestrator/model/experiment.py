@@ -1,12 +1,21 @@
 """What an experiment declares (config/ builds these): `Experiment`, `SourceSpec`, `Variant`,
-`BuildSpec`, `Run`, `Case`, `Suppression`, `Expectations`, `TargetPattern`, `SlurmSettings`."""
+`BuildSpec`, `Environment`, `Run`, `Case`, `Suppression`, `Expectations`, `TargetPattern`,
+`SlurmSettings`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.model.kinds import BuildKind, CaseKind, Checker, Env, Outcome, SourceKind
+from orchestrator.model.kinds import (
+    BuildKind,
+    CaseKind,
+    CasesFrom,
+    Checker,
+    Env,
+    Outcome,
+    SourceKind,
+)
 from orchestrator.model.record import Record
 
 #: the most repeats a run may ask for (config `repeats:` and --repeat)
@@ -50,7 +59,26 @@ class BuildSpec(Record):
     description: str = ""  # JIT/WHEEL: the build description inside the tree ("" = default)
     outputs: tuple[str, ...] = ()  # globs inside the tree whose sha256 the bundle records
     env: Env = ()
-    flags: tuple[str, ...] = ()  # JIT/WHEEL: extra compile flags
+    flags: tuple[str, ...] = ()  # JIT/WHEEL/PIP: extra compile flags
+    import_path: str = ""  # COMMAND: the directory in the built tree the cases import from
+    # PREBUILT: exactly one of a wheel file, a pinned requirement (from `find_links`, a
+    # wheel directory, or `index`, a package index URL), or an installed distribution
+    wheel: str = ""  # absolute path of a .whl
+    requirement: str = ""  # "name==version"
+    find_links: str = ""  # absolute directory of wheels (offline)
+    index: str = ""  # a package index URL
+    installed: str = ""  # a distribution's name, installed in the environment's python
+
+
+@dataclass(frozen=True)
+class Environment(Record):
+    """The project's environment: the interpreter its builds and cases use, and the test
+    requirements installed into each variant's private directory (docs/your-extension.md)."""
+
+    python: str = ""  # "" = csorch's own interpreter
+    requires: tuple[str, ...] = ()  # pinned requirements ("expecttest==0.3.0")
+    requirements_file: str = ""  # absolute path of a requirements file
+    wheels: str = ""  # a wheel directory: installs from it only (--no-index)
 
 
 @dataclass(frozen=True)
@@ -93,7 +121,9 @@ class Run(Record):
 class Case(Record):
     name: str
     kind: CaseKind
-    pytest: tuple[str, ...] = ()  # absolute paths or node ids ("/abs/test_x.py::test_y")
+    # absolute paths or node ids ("/abs/test_x.py::test_y"); relative to the variant's
+    # tree under `cases_from: variant`
+    pytest: tuple[str, ...] = ()
     marker: str = ""  # pytest -m expression
     command: tuple[str, ...] = ()  # COMMAND: argv, run in the variant's tree
     args: tuple[str, ...] = ()  # PYTEST: extra pytest arguments (`-k "not fused"`)
@@ -157,6 +187,8 @@ class Experiment(Record):
     slurm: SlurmSettings = SlurmSettings()
     case_timeout: float | None = None  # seconds per pytest case (None: only `timeout`)
     pytest_args: tuple[str, ...] = ()  # extra pytest arguments for every pytest case
+    environment: Environment = Environment()
+    cases_from: CasesFrom = CasesFrom.CONFIG
 
     def variant(self, name: str) -> Variant:
         return next(v for v in self.variants if v.name == name)

@@ -35,9 +35,23 @@ class SourceKind(enum.Enum):
 
 
 class BuildKind(enum.Enum):
+    """How a variant becomes importable (docs/your-extension.md): csorch's own build.py
+    contract (JIT), a pip build of the tree (WHEEL: pip wheel + install; PIP: pip install
+    --target), a release binary as users install it (PREBUILT), or an argv (COMMAND)."""
+
     JIT = "jit"
     WHEEL = "wheel"
+    PIP = "pip"
+    PREBUILT = "prebuilt"
     COMMAND = "command"
+
+
+class CasesFrom(enum.Enum):
+    """Where a pytest case's relative paths point: the config's directory, or the
+    variant's own tree (its checkout of a git ref, so the tests match the ref)."""
+
+    CONFIG = "config"
+    VARIANT = "variant"
 
 
 class CaseKind(enum.Enum):

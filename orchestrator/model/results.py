@@ -52,6 +52,21 @@ class Build(Record):
     workdir: Path | None = None  # COMMAND: the built tree, where command cases run
     source_digest: str = ""
     steps: tuple[tuple[str, ...], ...] = ()  # the argv of each build step
+    requirements_path: Path | None = None  # the test requirements: second on PYTHONPATH
+    python: str = ""  # the interpreter it was built for and its cases run under ("": csorch's)
+    distribution: Distribution | None = None  # PREBUILT: the release binary's identity
+    cases_root: Path | None = None  # `cases_from: variant`: the variant's tree
+
+
+@dataclass(frozen=True)
+class Distribution(Record):
+    """A prebuilt control's identity: which release binary it is, as users install it."""
+
+    name: str
+    version: str
+    origin: str  # the wheel file, "REQ from DIR/URL", or "installed in PYTHON"
+    wheel: str = ""  # the wheel's file name ("" for an installed distribution)
+    sha256: str = ""  # of the wheel file
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,15 @@ from pathlib import Path
 
 #: a jit description's contract, in the words every message uses
 JIT_CONTRACT = (
-    "a jit build description is a Python script taking --root TREE --build-dir B "
-    "--package-dir P [--sanitize address] that leaves an importable package in P"
+    "`build: jit` is csorch's own build.py contract, not torch's JIT: a Python script taking "
+    "--root TREE --build-dir B --package-dir P [--sanitize address] that leaves an importable "
+    "package in P"
 )
 
 
 def packaging(declared: str) -> bool:
     """Whether a declared description is a packaging file (setup.py, pyproject.toml),
-    which a jit build cannot run: pip builds those (`build: wheel`)."""
+    which a jit build cannot run: pip builds those (`build: pip` or `build: wheel`)."""
     return Path(declared).name in ("setup.py", "pyproject.toml")
 
 
@@ -30,12 +31,15 @@ def kinds_for(tree: Path) -> list[str]:
     out = []
     for name in ("pyproject.toml", "setup.py"):
         if (tree / name).is_file():
+            out.append(f"`build: pip` (pip install --target of the tree's {name})")
             out.append(f"`build: wheel` (pip wheel of the tree's {name})")
             break
     for name in ("Makefile", "makefile", "GNUmakefile"):
         if (tree / name).is_file():
             out.append("`build: {kind: command, command: [make], outputs: [GLOB]}`")
             break
+    else:
+        out.append("`build: {kind: command, command: [...], import_path: DIR}` for any other build")
     found = _descriptions(tree)
     script = found[0] if found else "PATH/build.py"
     out.append(f"`build: {{kind: jit, description: {script}}}` ({JIT_CONTRACT})")

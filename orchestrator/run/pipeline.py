@@ -37,9 +37,10 @@ from orchestrator.executors.base import Executor
 from orchestrator.files import file_digest
 from orchestrator.host import Facts
 from orchestrator.judge import tallies
-from orchestrator.model import Attempt, Build, Experiment, SourceTree, Variant
+from orchestrator.model import Attempt, Build, CasesFrom, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
-from orchestrator.run import build, lock, resume
+from orchestrator.run import build, environment, lock, resume
+from orchestrator.run.cases import cases_root
 from orchestrator.run.journal import Journal
 from orchestrator.run.options import Options, racecheck_workers, work_dir
 from orchestrator.run.plan import plan
@@ -150,10 +151,12 @@ class _Run:
         self.workspace = Workspace(Path(tempfile.mkdtemp(prefix="run-", dir=work)))
         self.cache = cache.Cache(options.cache)
         runtime = Path(host.asan_runtime) if host.asan_runtime else None
+        python = environment.interpreter(experiment, options.python)
         self.build_ctx = build.Context(
             cache=self.cache,
             logs=self.bundle.root / "logs" / "build",
-            python=options.python,
+            python=python,
+            environment=experiment.environment,
             toolchain=host.toolchain(),
             sanitizer="address" if asan else "",
             flags=checker.build_flags(),
@@ -164,7 +167,7 @@ class _Run:
             experiment=experiment,
             backend=options.backend,
             checker=checker,
-            python=options.python,
+            python=python,
             root=self.bundle.root,
             scratch=self.workspace.root / "cwd",
             asan_runtime=runtime,
@@ -229,6 +232,8 @@ class _Run:
         try:
             tree = self.workspace.materialize(variant, self.experiment.source_for(variant))
             done = build.build(variant, tree, self.build_ctx)
+            if self.experiment.cases_from is CasesFrom.VARIANT:
+                done = dataclasses.replace(done, cases_root=cases_root(self.experiment, tree))
         except BuildError as exc:
             detail = f"{exc.message}\n{exc.log_tail}" if exc.log_tail else exc.message
             done = Build(

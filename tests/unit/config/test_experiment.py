@@ -174,7 +174,7 @@ BAD = [
         sub("build: jit", "build: jitt"),
         5,
         "variants[0].build",
-        "'jitt' is not allowed; choose one of: jit, wheel, command",
+        "'jitt' is not a build kind; choose one of: jit, wheel, pip, prebuilt, command",
     ),
     (
         "command-without-argv",
@@ -195,7 +195,7 @@ BAD = [
         sub("build: jit", "build: {kind: command, command: [make], flags: [-g]}"),
         5,
         "variants[0].build.flags",
-        "jit and wheel builds only",
+        "jit, wheel and pip builds only, not command",
     ),
     (
         "missing-patch",

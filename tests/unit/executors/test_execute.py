@@ -483,3 +483,30 @@ def test_a_command_case_is_told_its_checker(tmp_path: Path, suite: Path, built: 
     ctx = _with(ctx, cases=cases)
     a = execute.execute(Job("v", "plain", "show", 0), built, ctx)
     assert "CHECKER=none" in (tmp_path / "bundle" / a.log).read_text()
+
+
+def test_the_project_s_environment_runs_the_cases(tmp_path: Path, built: Build) -> None:
+    """The build's python runs the case, its test requirements come second on the path,
+    and under cases_from: variant the case's path is in the variant's tree."""
+    wrapper = tmp_path / "venv" / "bin" / "python"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(f'#!/bin/sh\necho "$0" > {tmp_path}/ran-by\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    deps = tmp_path / "entry" / "deps"
+    (deps / "reqmod").mkdir(parents=True)
+    (deps / "reqmod" / "__init__.py").write_text("OK = True\n")
+    tree = tmp_path / "checkout"
+    (tree / "test").mkdir(parents=True)
+    (tree / "test" / "test_ref.py").write_text(
+        "import reqmod, subjmod\n\ndef test_ref():\n    assert reqmod.OK\n"
+    )
+    ctx = context(tmp_path, tmp_path / "unused.py")
+    case = Case("suite", CaseKind.PYTEST, ("test/test_ref.py",))
+    ctx = dataclasses.replace(ctx, experiment=dataclasses.replace(ctx.experiment, cases=(case,)))
+    mine = dataclasses.replace(built, python=str(wrapper), requirements_path=deps, cases_root=tree)
+    a = execute.execute(Job("v", "plain", "suite", 0), mine, ctx)
+    assert outcomes(a) == {"test_ref": Outcome.PASSED}, a.error
+    assert a.argv[0] == str(wrapper) and a.argv[3] == str(tree / "test" / "test_ref.py")
+    assert (tmp_path / "ran-by").read_text().strip() == str(wrapper)
+    path = dict(a.env)["PYTHONPATH"].split(":")
+    assert path[:2] == [str(built.import_path), str(deps)]

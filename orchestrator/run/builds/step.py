@@ -1,0 +1,97 @@
+"""What every build kind shares: the run's build `Context`, the `Step` runner that puts
+each command of one build into one log, and the compilers' environment."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator import proc
+from orchestrator.backends.base import BuildFlags
+from orchestrator.cache import Cache
+from orchestrator.errors import BuildError
+from orchestrator.model import Environment, Variant
+
+TAIL_LINES = 30
+DEFAULT_TIMEOUT = 3600.0
+PIP_ENV = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every build of one run shares."""
+
+    cache: Cache
+    logs: Path  # the bundle's logs/build directory
+    python: str  # the interpreter the builds are for (the environment's, else csorch's)
+    toolchain: dict[str, object] = field(default_factory=dict)
+    sanitizer: str = ""  # "address" under the ASan backend
+    flags: BuildFlags = BuildFlags()
+    asan_runtime: Path | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    cancel: threading.Event | None = None
+    environment: Environment = Environment()  # the project's test requirements
+
+
+def _joined(*parts: object) -> str:
+    return " ".join(str(p) for group in parts for p in (group or ()) if p)
+
+
+def compile_env(variant: Variant, ctx: Context) -> dict[str, str]:
+    """Sanitizer and user flags for the compilers, plus the build's own `env`."""
+    spec = variant.build
+    env = {
+        "CFLAGS": _joined([os.environ.get("CFLAGS")], ctx.flags.cflags, spec.flags),
+        "CXXFLAGS": _joined([os.environ.get("CXXFLAGS")], ctx.flags.cflags, spec.flags),
+        "LDFLAGS": _joined([os.environ.get("LDFLAGS")], ctx.flags.ldflags),
+        "NVCC_APPEND_FLAGS": _joined([os.environ.get("NVCC_APPEND_FLAGS")], ctx.flags.cuda_cflags),
+        "CSORCH_SANITIZE": ctx.sanitizer,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env = {k: v for k, v in env.items() if v or k == "CSORCH_SANITIZE"}
+    return {**env, **dict(spec.env)}
+
+
+def tail(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return ""
+    return "\n".join(lines[-TAIL_LINES:])
+
+
+class Step:
+    """Runs the steps of one build into one log; a failing step raises BuildError."""
+
+    def __init__(self, variant: str, log: Path, ctx: Context) -> None:
+        self.variant, self.log, self.ctx = variant, log, ctx
+        self.argvs: list[tuple[str, ...]] = []
+        self.cpu = 0.0
+
+    def __call__(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> None:
+        result = proc.run(
+            argv,
+            log_path=self.log,
+            env=env,
+            cwd=cwd,
+            timeout=self.ctx.timeout,
+            append=bool(self.argvs),
+            cancel=self.ctx.cancel,
+        )
+        self.argvs.append(result.argv)
+        self.cpu += result.cpu
+        if result.timed_out or result.returncode != 0:
+            raise BuildError(
+                self.variant,
+                result.argv,
+                None if result.timed_out else result.returncode,
+                self.log,
+                tail(self.log),
+            )
+
+    def fail(self, problem: str) -> BuildError:
+        """A build that cannot go on; it cites its log only where a step wrote one."""
+        log = self.log if self.log.exists() else None
+        return BuildError(self.variant, (), 1, log, tail(self.log), problem=problem)
