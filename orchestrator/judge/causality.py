@@ -14,6 +14,9 @@ Without an explicit target, the targets are what every control reproduces in k o
 repeats: the signatures of each checker run and the failing cases of each plain run.
 A target that names its checker applies only where that tool actually watched the run,
 so `checker: memcheck` and `checker: asan` targets let one config serve both backends.
+Weighed are the findings no suppression marked and that do not follow a fault
+(`findings.follow_on`); ambient signatures (`judge.ambient`: every variant shows them, no
+frame is the subject's) are never derived as targets nor called unexpected.
 `Attempt.repeat` counts from 0; a repeat is a hit when any of its attempts (any case,
 any device) shows the target.
 """
@@ -25,7 +28,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from orchestrator.findings import follow_on
 from orchestrator.findings.signatures import fingerprint, matches, signature
+from orchestrator.judge.ambient import Ambient, ambient
 from orchestrator.model import (
     Attempt,
     Build,
@@ -43,8 +48,10 @@ from orchestrator.model.record import Record
 
 def judged_findings(attempt: Attempt) -> tuple[Finding, ...]:
     """The findings the verdict weighs: all but those a run's suppression file marked
-    (the gate lists those apart, with the suppression that matched them)."""
-    return tuple(f for f in attempt.findings if not f.suppressed)
+    (the gate lists those apart, with the suppression that matched them) and the API
+    errors that follow a fault in the same process (`findings.follow_on`: the fault is
+    weighed, its consequences are listed with it)."""
+    return tuple(f for f in follow_on.mark(attempt.findings) if not f.suppressed and not f.follows)
 
 
 def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
@@ -73,6 +80,7 @@ class Judgement(Record):
     hits: tuple[Hits, ...] = ()
     targets: tuple[str, ...] = ()
     unexpected: tuple[tuple[str, str], ...] = ()  # (run, signature) the fix shows beyond targets
+    ambient: tuple[Ambient, ...] = ()  # signatures of the environment (`judge.ambient`)
 
 
 @dataclass(frozen=True)
@@ -130,9 +138,13 @@ class _Index:
         self.cases = [c.name for c in experiment.cases]
         self.by: dict[tuple[str, str, int], list[Attempt]] = defaultdict(list)
         self.tools: dict[str, Checker] = {}
+        attempts = tuple(attempts)
         for a in attempts:
             self.by[(a.variant, a.run, a.repeat)].append(a)
             self.tools.setdefault(a.run, a.checker)
+        found = ambient(experiment, attempts, judged_findings)
+        self.ambient = found
+        self.environment = {(x.run, x.fingerprint) for x in found}
 
     def tool(self, run: Run) -> Checker:
         """The checker that watched a run (ASAN standing in for memcheck, say)."""
@@ -193,7 +205,11 @@ def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) 
             for seen in per_repeat:
                 for item in seen:
                     tally[item] += 1
-            reliable = {item for item, n in tally.items() if n >= k}
+            reliable = {
+                item
+                for item, n in tally.items()
+                if n >= k and (run.name, item[0]) not in index.environment
+            }
             shared = reliable if shared is None else shared & reliable
         for key, label in sorted(shared or ()):
             targets.append(
@@ -245,6 +261,8 @@ def _uncovered(index: _Index, targets: Sequence[_Target]) -> list[tuple[str, str
         for a in attempts:
             for f in judged_findings(a):
                 sig = signature(f)
+                if (run_name, fingerprint(sig)) in index.environment:
+                    continue  # ambient: listed apart (`judge.ambient`)
                 if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
                     out[(variant, run_name, sig)] += f.count
     return [(v, r, sig, n) for (v, r, sig), n in out.items()]
@@ -341,6 +359,7 @@ def causality(
         tuple(all_hits),
         tuple(dict.fromkeys(t.label for t, _ in judged)),
         tuple(sorted(unexpected)),
+        index.ambient,
     )
 
 
