@@ -45,8 +45,17 @@ def gate(result: GateResult) -> RenderableType:
     for u in result.unexpected:
         lines.append(
             Text(
-                f"unexpected: {u.experiment}/{u.variant}/{u.run}: {u.signature} x{u.findings}",
+                f"unexpected {u.id}: {u.experiment}/{u.variant}/{u.run}: {u.signature} "
+                f"x{u.findings}",
                 style="red",
+            )
+        )
+    for a in result.ambient:
+        lines.append(
+            Text(
+                f"ambient {a.id}: {a.experiment}/{a.run}: {a.signature} x{a.findings} (every "
+                "variant, no frame in the subject)",
+                style="yellow",
             )
         )
     for t in result.tolerated:
@@ -83,8 +92,21 @@ def gate_markdown(result: GateResult) -> str:
     if result.unexpected:
         rows += ["", "Unexpected signatures (no target explains them):", ""]
         rows += [
-            f"- {u.experiment}/{u.variant}/{u.run}: `{u.signature}` x{u.findings}"
+            f"- `{u.id}` {u.experiment}/{u.variant}/{u.run}: `{u.signature}` x{u.findings}"
+            + (f"; to accept it, add to `policy.allow`: `{u.allowance}`" if u.allowance else "")
             for u in result.unexpected
+        ]
+    if result.ambient:
+        rows += [
+            "",
+            "Ambient signatures (every variant shows them, fix and controls alike, and no "
+            "frame is the subject's: the environment, not the change):",
+            "",
+        ]
+        rows += [
+            f"- `{a.id}` {a.experiment}/{a.run}: `{a.signature}` x{a.findings}"
+            + (f"; allowance: `{a.allowance}`" if a.allowance else "")
+            for a in result.ambient
         ]
     if result.tolerated:
         rows += ["", "Tolerated findings (kept and listed, not weighed by the verdict):", ""]
