@@ -304,6 +304,16 @@ def suppressed(judged: Sequence[Judged]) -> tuple[list[Tolerated], list[str]]:
     return rows, unused
 
 
+def not_run(judged: Sequence[Judged]) -> list[str]:
+    """A line per case broken in every variant alike (`judge.causality`'s `broken`): not
+    run, listed in the gate's reasons whatever its verdict, so that it stays visible."""
+    return [
+        f"{j.experiment.name}: case not run, broken in every variant alike: {b}"
+        for j in judged
+        for b in j.judgement.broken
+    ]
+
+
 def decide(
     policy: Policy,
     judged: Sequence[Judged],
@@ -385,7 +395,7 @@ def decide(
     return GateResult(
         policy.name,
         verdict,
-        tuple(dict.fromkeys(reasons + unused)),
+        tuple(dict.fromkeys(reasons + not_run(judged) + unused)),
         tuple(verdicts),
         live,
         tuple(surprises),

@@ -81,6 +81,8 @@ class Judgement(Record):
     targets: tuple[str, ...] = ()
     unexpected: tuple[tuple[str, str], ...] = ()  # (run, signature) the fix shows beyond targets
     ambient: tuple[Ambient, ...] = ()  # signatures of the environment (`judge.ambient`)
+    # "run/case: why" of the cases broken in every variant alike (`broken_cases`): not run
+    broken: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class _Target:
     applies: Callable[[Run, Checker], bool]  # (run, the tool that actually watched it)
     hit: Callable[[Attempt], bool]
     covers: Callable[[Signature], bool]  # whether a finding's signature is this target
+    case: str = ""  # the glob of the cases the target names ("" none)
 
 
 def _pattern_label(p: TargetPattern) -> str:
@@ -109,7 +112,7 @@ def _pattern_target(p: TargetPattern) -> _Target:
         # `checker: memcheck` targets, one config serves both backends
         return p.applies_to(run) and (not p.checker or fnmatch.fnmatchcase(tool.value, p.checker))
 
-    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig))
+    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig), p.case)
 
 
 def _signature_target(run: str, fp: str, label: str) -> _Target:
@@ -142,6 +145,9 @@ class _Index:
         for a in attempts:
             self.by[(a.variant, a.run, a.repeat)].append(a)
             self.tools.setdefault(a.run, a.checker)
+        # (run, case) -> why: cases broken in every variant alike (`broken_cases`), which
+        # the repeats' evidence leaves out
+        self.broken: dict[tuple[str, str], str] = {}
         found = ambient(experiment, attempts, judged_findings)
         self.ambient = found
         self.environment = {(x.run, x.fingerprint) for x in found}
@@ -155,8 +161,12 @@ class _Index:
         out = []
         for r in range(self.experiment.repeats_for(run)):
             attempts = self.by.get((variant, run.name, r), [])
-            missing = sorted(set(self.cases) - {a.case for a in attempts})
-            bad = [a for a in attempts if not a.conclusive]
+            missing = sorted(
+                set(self.cases) - {a.case for a in attempts} - self.broken_in(run.name)
+            )
+            bad = [
+                a for a in attempts if not a.conclusive and (run.name, a.case) not in self.broken
+            ]
             why = (
                 f"no attempt of case {missing[0]}"
                 if missing
@@ -166,6 +176,9 @@ class _Index:
             )
             out.append((attempts, why))
         return out
+
+    def broken_in(self, run: str) -> set[str]:
+        return {case for r, case in self.broken if r == run}
 
     def count(self, variant: str, run: Run, target: _Target) -> tuple[Hits, str]:
         hits = unknown = 0
@@ -218,6 +231,41 @@ def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) 
                 else _signature_target(run.name, key, label)
             )
     return targets
+
+
+def broken_cases(index: _Index, targets: Sequence[_Target]) -> dict[tuple[str, str], str]:
+    """(run, case) -> why, for each case broken in every variant alike in a run: every
+    attempt of it, in the fix and in each control, every repeat, is inconclusive, for
+    one reason or another; no target names it (`case:`) and none of its attempts shows a
+    target. Such a case is the environment's or the suite's, not the change's: it is
+    reported as not run, and the verdict stands on the other cases (docs/architecture.md,
+    "Verdicts")."""
+    expect = index.experiment.expect
+    if expect is None:
+        return {}
+    variants = (*expect.controls, expect.fix)
+    out: dict[tuple[str, str], str] = {}
+    for run in index.experiment.runs:
+        for case in index.cases:
+            if any(t.case and fnmatch.fnmatchcase(case, t.case) for t in targets):
+                continue
+            seen: list[Attempt] = []
+            whole = True
+            for variant in variants:
+                mine = [
+                    a
+                    for r in range(index.experiment.repeats_for(run))
+                    for a in index.by.get((variant, run.name, r), [])
+                    if a.case == case
+                ]
+                whole = whole and len({a.repeat for a in mine}) == index.experiment.repeats_for(run)
+                seen += mine
+            if not whole or not seen or any(a.conclusive for a in seen):
+                continue
+            if any(t.hit(a) for t in targets for a in seen):
+                continue
+            out[(run.name, case)] = seen[0].inconclusive_reason
+    return out
 
 
 def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
@@ -298,6 +346,12 @@ def causality(
 
     k_of = _k_of(experiment)
     targets = _targets(index, k_of)
+    index.broken = broken_cases(index, targets)
+    not_run = [
+        f"case {case} not run in run {run}: broken in every variant alike ({why}); "
+        "no target names it or shows in it, so the verdict stands on the other cases"
+        for (run, case), why in sorted(index.broken.items())
+    ]
     if not expect.targets and not targets:
         unsure.append(
             f"the controls share no finding or failure reproduced in k of N "
@@ -343,16 +397,16 @@ def causality(
         (run, sig.label()) for v, run, sig, _ in _uncovered(index, targets) if v == expect.fix
     }
     if fails:
-        verdict, reasons = Verdict.FAIL, fails + unsure
+        verdict, reasons = Verdict.FAIL, fails + unsure + not_run
     elif unsure:
-        verdict, reasons = Verdict.INCONCLUSIVE, unsure
+        verdict, reasons = Verdict.INCONCLUSIVE, unsure + not_run
     else:
         verdict = Verdict.PASS
         reasons = [
             f"{expect.fix} removes every target ({len({t.label for t, _ in judged})}) "
             f"that the controls "
             f"({', '.join(expect.controls)}) reproduce"
-        ]
+        ] + not_run
     return Judgement(
         verdict,
         tuple(dict.fromkeys(reasons)),
@@ -360,6 +414,7 @@ def causality(
         tuple(dict.fromkeys(t.label for t, _ in judged)),
         tuple(sorted(unexpected)),
         index.ambient,
+        tuple(f"{run}/{case}: {why}" for (run, case), why in sorted(index.broken.items())),
     )
 
 

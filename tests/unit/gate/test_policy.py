@@ -288,3 +288,14 @@ def test_an_unexpected_signature_fail_names_its_id_and_the_allowance() -> None:
         "{checker: memcheck, kind: invalid-access, access: write, space: global, size: 4, "
         'function: other, reason: "...", expires: YYYY-MM-DD}'
     ) in result.reasons[0]
+
+
+def test_a_case_broken_in_every_variant_stays_visible_in_the_gate() -> None:
+    from unit.judge.test_causality import _two_cases, _with_broken_case
+
+    exp, rows = _two_cases(), _with_broken_case(attempts())
+    result = gate.decide(POLICY, [gate.Judged(exp, tuple(rows), judge.causality(exp, rows))])
+    assert result.verdict is Verdict.PASS, result.reasons
+    assert any(
+        "case not run, broken in every variant alike: memcheck/other" in r for r in result.reasons
+    )
