@@ -71,6 +71,15 @@ def normalize_frame(frame: Frame) -> str:
     return function or where or "?"
 
 
+def located(frame: Frame) -> str:
+    """`function (file:line)` for a report: the frame as the log gave it, less argument
+    lists and directories (`normalize_frame` plus the line)."""
+    text = normalize_frame(frame)
+    if frame.line is not None and frame.file and text.endswith(")"):
+        return text[:-1] + f":{frame.line})"
+    return text
+
+
 def is_noise(frame: Frame) -> bool:
     """Whether the frame belongs to a checker, runtime or library (`frame_filter`'s ignore list)."""
     return bool(frame_filter.ignored(frame))

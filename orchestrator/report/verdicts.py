@@ -16,7 +16,7 @@ from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import GateResult, Judged
 from orchestrator.judge.compare import Comparison
 from orchestrator.model import Verdict
-from orchestrator.report import markdown
+from orchestrator.report import markdown, rows
 
 STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
 OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
@@ -159,11 +159,12 @@ def comparison(c: Comparison) -> RenderableType:
     nodes.add_column("case")
     for v in variants:
         nodes.add_column(v)
+    label = rows.labels(row.node for row in c.nodes)
     for row in c.nodes:
         cells = dict(row.outcomes)
         nodes.add_row(
             row.run,
-            Text(row.node.split("::")[-1]),  # Text: "[cuda-64x96]" is not Rich markup
+            Text(label[row.node]),  # Text: "[cuda-64x96]" is not Rich markup
             *[
                 Text(cells.get(v, "-"), style=OUTCOME_STYLE.get(cells.get(v, ""), ""))
                 for v in variants
