@@ -3,6 +3,7 @@ prints them), and the gate's Markdown summary (the top of the gate's report.md).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,8 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator import bundle
+from orchestrator.errors import BundleError
 from orchestrator.gate import allowances
 from orchestrator.gate.allowances import Allowance
+from orchestrator.gate.manifest import GATE
+from orchestrator.gate.pipeline import GATE_SCHEMA
 from orchestrator.gate.policy import GateResult, Judged
 from orchestrator.judge.compare import Comparison
 from orchestrator.model import Verdict
@@ -136,6 +140,36 @@ def gate_report(
         if j.bundle and (Path(j.bundle) / bundle.RESULTS).exists():
             results, manifest = bundle.read(j.bundle)
             sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
+    return "\n".join(sections)
+
+
+def stored_gate(root: Path) -> tuple[GateResult, list[Path]]:
+    """A gate directory's recorded verdict (gate.json) and the experiment bundles in it;
+    BundleError when gate.json cannot be read back."""
+    path = Path(root) / GATE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("schema") != GATE_SCHEMA:
+            raise ValueError(f"not a {GATE_SCHEMA} document")
+        result = GateResult.from_dict({k: v for k, v in doc.items() if k != "schema"})
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BundleError(
+            path,
+            f"{GATE} cannot be read back: {exc}",
+            hint="re-run the gate, or judge its bundles again: csorch gate --from DIR",
+        ) from None
+    found = sorted(d for d in Path(root).iterdir() if (d / bundle.RESULTS).is_file())
+    return result, found
+
+
+def gate_dir_report(root: Path, allow: Sequence[Allowance] = ()) -> str:
+    """report.md of a stored gate directory, made again from its gate.json and bundles
+    (the verdict is the one the gate recorded; `csorch gate --from` judges again)."""
+    result, found = stored_gate(root)
+    sections = [gate_markdown(result)]
+    for path in found:
+        results, manifest = bundle.read(path)
+        sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
     return "\n".join(sections)
 
 
