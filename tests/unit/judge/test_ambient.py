@@ -102,3 +102,20 @@ def test_explicit_target_leaves_neither_ambient_nor_follow_ons_unexpected() -> N
     assert judge.causality(exp, attempts()).verdict is Verdict.PASS
     # before: 8 start-up errors and the control's 3 launch failures were unexpected
     assert judge.uncovered(exp, attempts()) == ()
+
+
+def test_a_fault_in_the_subject_shown_by_every_variant_is_not_ambient_and_fails_the_fix() -> None:
+    rows = attempts(fix=STARTUP + FAULT)
+    assert [a.signature for a in ambient(experiment(), rows, judge.judged_findings)] == [
+        ambient(experiment(), attempts(), judge.judged_findings)[0].signature
+    ]
+    j = judge.causality(experiment(), rows)
+    assert j.verdict is Verdict.FAIL and "sumext::sum_cuda" in j.reasons[0]
+
+
+def test_judgements_stored_before_ambient_and_broken_still_load() -> None:
+    old = {"verdict": "pass", "reasons": ["r"], "hits": [], "targets": [], "unexpected": []}
+    j = judge.Judgement.from_dict(old)
+    assert j.ambient == () and j.broken == ()
+    f = Finding.from_dict({"checker": "memcheck", "kind": "api-error"})
+    assert f.follows == ""
