@@ -22,7 +22,8 @@ from orchestrator import gate, report
 from orchestrator.cli.common import ExitCode, app, fail, out
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.gate import allowances
-from orchestrator.report import sarif, table
+from orchestrator.gate import manifest as gate_manifest
+from orchestrator.report import sarif, table, verdicts
 from orchestrator.run import places
 
 FORMATS = ("table", *report.FORMATS)
@@ -54,10 +55,63 @@ def _table(records: bundles.Records, results: dict) -> RenderableType:
     return view
 
 
+GATE_FORMATS = ("table", "markdown", "json")
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """`text` to stdout or to --output, then exit 0."""
+    if output is None:
+        # verbatim: Rich would read `[...]` in Markdown as markup and wrap long lines
+        typer.echo(text, nl=False)
+        raise typer.Exit(ExitCode.PASS)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+    raise typer.Exit(ExitCode.PASS)
+
+
+def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) -> None:
+    """A gate's directory (`csorch gate --out`): its recorded verdict and every bundle."""
+    if fmt not in GATE_FORMATS:
+        raise fail(
+            CsorchError(
+                f"{root} is a gate's directory: --format {fmt} renders one bundle",
+                hint=f"give one of its bundles ({root}/EXPERIMENT), or --format "
+                + " | ".join(GATE_FORMATS),
+            )
+        )
+    try:
+        result, found = verdicts.stored_gate(root)
+        if fmt == "json":
+            _emit((root / gate_manifest.GATE).read_text(encoding="utf-8"), output)
+        if fmt == "markdown":
+            today = datetime.date.today()
+            allow = gate.load_policy(policy).allow if policy is not None else ()
+            live = [a for a in allow if not a.expired(today)]
+            _emit(verdicts.gate_dir_report(root, live), output)
+    except (BundleError, ConfigError) as exc:
+        raise fail(exc) from None
+    view = Group(verdicts.gate(result), Text("bundles: " + ", ".join(p.name for p in found)))
+    if output is None:
+        out.print(view)
+        raise typer.Exit(ExitCode.PASS)
+    try:
+        with output.open("w", encoding="utf-8") as f:
+            Console(file=f, width=200, color_system=None).print(view)
+    except OSError as exc:
+        raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+    raise typer.Exit(ExitCode.PASS)
+
+
 @app.command("report")
 def report_command(
     bundle: Annotated[
-        Path, typer.Argument(metavar="BUNDLE", help="a results bundle (`csorch run --out`)")
+        Path,
+        typer.Argument(
+            metavar="BUNDLE",
+            help="a results bundle (`csorch run --out`) or a gate's directory (`gate --out`)",
+        ),
     ],
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | json")
@@ -88,9 +142,14 @@ def report_command(
         raise fail(
             CsorchError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))
         )
-    try:
-        if output is not None:
+    if output is not None:
+        try:
             places.check_report(output)
+        except CsorchError as exc:
+            raise fail(exc) from None
+    if gate_manifest.is_gate_dir(bundle):
+        _gate_dir(bundle, fmt, output, policy)
+    try:
         results, manifest = bundles.read(bundle)
         if policy is not None:
             allow = gate.load_policy(policy).allow
@@ -120,15 +179,5 @@ def report_command(
             raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
         raise typer.Exit(ExitCode.PASS)
     if fmt == "sarif" and repo_root is not None:
-        text = sarif.render(results, manifest, root=repo_root.resolve())
-    else:
-        text = report.render(fmt, results, manifest)
-    if output is None:
-        # verbatim: Rich would read `[...]` in Markdown as markup and wrap long lines
-        typer.echo(text, nl=False)
-        raise typer.Exit(ExitCode.PASS)
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
-    raise typer.Exit(ExitCode.PASS)
+        _emit(sarif.render(results, manifest, root=repo_root.resolve()), output)
+    _emit(report.render(fmt, results, manifest), output)

@@ -7,7 +7,9 @@ variant builds in its own tree) and the argument lists of demangled names (they
 depend on `--demangle`). Frames that do not belong to the subject (the checker's
 runtime, the C library, CUDA's runtime and intrinsics, CUB, Thrust, libstdc++: the
 ignore list in `frame_filter`) are skipped before taking the top ones, as ClusterFuzz does;
-the finding itself keeps them.
+the finding itself keeps them. When every device frame is a library's (a fault inside
+CUB's `ThreadLoad` that the extension's host code launched), the subject's host frames
+name the signature and the library frames are listed beside it (`findings.subject`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from orchestrator.findings import frame_filter
+from orchestrator.findings import frame_filter, subject
 from orchestrator.model import Finding, Frame, Signature, TargetPattern
 from orchestrator.model.record import Record
 
@@ -69,6 +71,15 @@ def normalize_frame(frame: Frame) -> str:
     return function or where or "?"
 
 
+def located(frame: Frame) -> str:
+    """`function (file:line)` for a report: the frame as the log gave it, less argument
+    lists and directories (`normalize_frame` plus the line)."""
+    text = normalize_frame(frame)
+    if frame.line is not None and frame.file and text.endswith(")"):
+        return text[:-1] + f":{frame.line})"
+    return text
+
+
 def is_noise(frame: Frame) -> bool:
     """Whether the frame belongs to a checker, runtime or library (`frame_filter`'s ignore list)."""
     return bool(frame_filter.ignored(frame))
@@ -79,12 +90,31 @@ def top_frames(frames: Iterable[Frame], n: int = TOP_FRAMES) -> tuple[Frame, ...
     return frame_filter.subject_frames(frames)[:n]
 
 
+def _library_only(finding: Finding) -> tuple[Frame, ...]:
+    """The subject's host frames, when every device frame is a library's (CUB, Thrust,
+    CUTLASS, ...) and the host side has frames of the subject: what names the signature
+    then (`findings.subject`); () otherwise."""
+    if finding.kind == "api-error" or not finding.frames:
+        return ()
+    if any(not frame_filter.ignored(f) for f in finding.frames):
+        return ()
+    if not any(subject.library(f) for f in finding.frames):
+        return ()  # a bare pc or an intrinsic alone: the top frame, as before
+    return tuple(f for f in finding.host_frames if subject.ANY.owns(f))
+
+
+def named_frames(finding: Finding) -> tuple[tuple[Frame, ...], tuple[Frame, ...]]:
+    """(the frames that name the signature, the library frames listed beside them)."""
+    host = _library_only(finding)
+    if host:
+        return host[:TOP_FRAMES], finding.frames[:TOP_FRAMES]
+    frames = finding.frames or tuple(f for f in finding.host_frames if f.function)
+    return top_frames(frames), frame_filter.skipped(frames)
+
+
 def signature(finding: Finding) -> Signature:
     """The normalized identity of one finding."""
-    if finding.frames:
-        frames = top_frames(finding.frames)
-    else:
-        frames = top_frames(f for f in finding.host_frames if f.function)
+    frames, _ = named_frames(finding)
     names = tuple(normalize_frame(f) for f in frames)
     function = normalize_function(frames[0].function) if frames and frames[0].function else ""
     return Signature(
@@ -113,7 +143,9 @@ class SignatureCount(Record):
     example: Finding  # the first finding seen with this signature
     suppressed: int = 0  # of `count`, findings a suppression (or an allowance) marked
     suppressed_by: tuple[str, ...] = ()  # what marked them ("supp.xml#1", "allowed: ...")
-    skipped: tuple[str, ...] = ()  # frames above the culprit, not the subject's (`frame_filter`)
+    # frames above the culprit, not the subject's (`frame_filter`); when every device frame
+    # is a library's, those library frames (the signature is named on the host side)
+    skipped: tuple[str, ...] = ()
 
     def tolerance(self) -> str:
         """`suppressed by supp.xml#1` / `allowed: <reason>` / `2 of 5 suppressed by ...`;
@@ -127,8 +159,7 @@ class SignatureCount(Record):
 
 
 def _skipped(finding: Finding) -> tuple[str, ...]:
-    frames = finding.frames or tuple(f for f in finding.host_frames if f.function)
-    return tuple(normalize_frame(f) for f in frame_filter.skipped(frames))
+    return tuple(normalize_frame(f) for f in named_frames(finding)[1])
 
 
 def total(findings: Iterable[Finding]) -> int:

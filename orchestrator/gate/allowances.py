@@ -106,6 +106,33 @@ def find(allow: Sequence[Allowance], sig: Signature) -> Allowance | None:
     )
 
 
+def suggest(sig: Signature) -> str:
+    """The `policy.allow` entry that would tolerate `sig`, to paste into a gate config
+    (its reason and date are the user's to fill in)."""
+    fields: dict[str, object] = {
+        "checker": sig.checker,
+        "kind": sig.kind,
+        "access": sig.access,
+        "space": sig.space,
+        "size": sig.size,
+        "code": sig.code,
+        "function": sig.function,
+    }
+    text = ", ".join(f"{k}: {_yaml(v)}" for k, v in fields.items() if v not in ("", None))
+    return "{" + text + ', reason: "...", expires: YYYY-MM-DD}'
+
+
+def _yaml(value: object) -> str:
+    """A flow-mapping value: quoted when YAML would read it otherwise (or as a glob)."""
+    text = str(value)
+    if isinstance(value, int) or re.fullmatch(r"[A-Za-z_][\w.-]*", text):
+        return text
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    # fnmatch reads [ ] * ? as a glob: the allowance must match this name only
+    escaped = re.sub(r"([\[\]*?])", r"[\1]", escaped)
+    return f'"{escaped}"'
+
+
 def mark_results(results: Mapping[str, Any], allow: Sequence[Allowance]) -> dict[str, Any]:
     """A bundle's results document with every finding an allowance tolerates marked
     `allowed: <reason>` (for reports; the stored bundle is not changed). Suppressed

@@ -6,6 +6,7 @@
     experiments: [nvfp4-rng-ownership.yaml, noop-swizzle.yaml]   # experiment configs
     policy:
       unexpected: fail          # fail | report: a signature no target explains
+      ambient: report           # report | fail: a signature of the environment (judge.ambient)
       allow:                    # signatures tolerated anywhere (target syntax)
         - {checker: memcheck, kind: api-error, code: cudaErrorLaunchFailure,
            reason: "the context-lost case ends in this error by design", expires: 2027-03-31}
@@ -18,7 +19,12 @@ it FAIL; so does an allowance past its `expires` date (an allowance is a debt wi
 due date, not a permanent waiver); a FAIL outranks an INCONCLUSIVE. Findings an
 allowance tolerates, or a run's suppression file marked (`suppressions.py`), are listed
 with the reason or the suppression, never dropped; an allowance or a suppression that
-matched nothing is reported. Liveness is proven per checker across the
+matched nothing is reported. An ambient signature (every variant shows it, fix and
+controls alike, and none of its frames is the subject's: `judge.ambient`) is the
+environment's, not the change's: it is listed in every report as ambient and, with
+`ambient: report` (the default), does not fail the gate; `ambient: fail` fails it. A
+FAIL for an unexpected or ambient signature names its id and prints the allowance that
+would accept it. Liveness is proven per checker across the
 whole gate: a control in which that checker's run hit a target. Pure: records in,
 `GateResult` out; running and reading bundles is the CLI's business.
 """
@@ -34,7 +40,7 @@ from orchestrator import judge
 from orchestrator.config.nodes import load
 from orchestrator.errors import ConfigError
 from orchestrator.findings import suppressions
-from orchestrator.findings.signatures import signature
+from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.gate import allowances
 from orchestrator.gate.allowances import Allowance
 from orchestrator.model import Attempt, Checker, Experiment, Verdict
@@ -44,13 +50,17 @@ GATE_TOP = {
     "name": "the gate's name",
     "description": "free text for the report",
     "experiments": "experiment configs (paths relative to this file)",
-    "policy": "{unexpected: fail | report, allow: [signature patterns with reason, expires]}",
+    "policy": "{unexpected: fail | report, ambient: report | fail, "
+    "allow: [signature patterns with reason, expires]}",
 }
 POLICY = {
     "unexpected": "fail: a finding no target explains fails the gate; report: list it only",
+    "ambient": "report (default): a signature every variant shows with no frame in the "
+    "subject is listed as the environment's; fail: it fails the gate",
     "allow": "signatures tolerated anywhere: a pattern or a list (target syntax)",
 }
 UNEXPECTED_CHOICES = ("fail", "report")
+AMBIENT_CHOICES = ("report", "fail")
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class Policy(Record):
     unexpected: str = "fail"
     allow: tuple[Allowance, ...] = ()
     config: Path | None = None
+    ambient: str = "report"
 
 
 def is_gate_config(path: Path | str) -> bool:
@@ -92,11 +103,13 @@ def load_policy(path: Path | str) -> Policy:
         raise listed.error("a gate needs at least one experiment")
     description = f.get("description")
     policy = f.get("policy")
-    unexpected, allow = "fail", ()
+    unexpected, allow, ambient = "fail", (), "report"
     if policy is not None:
         p = policy.mapping(POLICY)
         if (u := p.get("unexpected")) is not None:
             unexpected = u.choice(UNEXPECTED_CHOICES)
+        if (e := p.get("ambient")) is not None:
+            ambient = e.choice(AMBIENT_CHOICES)
         if (a := p.get("allow")) is not None:
             allow = tuple(allowances.load(v) for v in (a.items() if a.is_list else [a]))
     return Policy(
@@ -106,6 +119,7 @@ def load_policy(path: Path | str) -> Policy:
         unexpected,
         allow,
         path,
+        ambient,
     )
 
 
@@ -135,6 +149,20 @@ class Unexpected(Record):
     run: str
     signature: str
     findings: int
+    id: str = ""  # the signature id (`fingerprint`, 12 hex digits)
+    allowance: str = ""  # the `policy.allow` entry that would accept it
+
+
+@dataclass(frozen=True)
+class AmbientFinding(Record):
+    """A signature of the environment (`judge.ambient`) in one experiment's run."""
+
+    experiment: str
+    run: str
+    signature: str
+    id: str
+    findings: int
+    allowance: str = ""  # the `policy.allow` entry that would accept it (ambient: fail)
 
 
 @dataclass(frozen=True)
@@ -180,6 +208,7 @@ class GateResult(Record):
     tolerated: tuple[Tolerated, ...] = ()  # allowed or suppressed findings, with why
     unused: tuple[str, ...] = ()  # allowances and suppressions that matched nothing
     expired: tuple[str, ...] = ()  # allowances past their date (each fails the gate)
+    ambient: tuple[AmbientFinding, ...] = ()  # the environment's, not the change's
 
 
 def liveness(judged: Sequence[Judged]) -> tuple[Liveness, ...]:
@@ -218,7 +247,43 @@ def unexpected(
                 where = (j.experiment.name, variant, run, sig.label(), count)
                 tolerated.append(Tolerated(*where, f"allowed: {by.reason}", by.label()))
             else:
-                out.append(Unexpected(j.experiment.name, variant, run, sig.label(), count))
+                out.append(
+                    Unexpected(
+                        j.experiment.name,
+                        variant,
+                        run,
+                        sig.label(),
+                        count,
+                        fingerprint(sig)[:12],
+                        allowances.suggest(sig),
+                    )
+                )
+    return out, tolerated
+
+
+def environment(
+    judged: Sequence[Judged], allow: Sequence[Allowance]
+) -> tuple[list[AmbientFinding], list[Tolerated]]:
+    """The ambient signatures of every experiment (`judge.ambient`), less those an
+    allowance tolerates (listed apart, with its reason)."""
+    out, tolerated = [], []
+    for j in judged:
+        sigs = {
+            fingerprint(s): s for a in j.attempts for s in map(signature, judge.judged_findings(a))
+        }
+        for amb in j.judgement.ambient:
+            sig = sigs.get(amb.fingerprint)
+            by = allowances.find(allow, sig) if sig is not None else None
+            if by is not None:
+                where = (j.experiment.name, "every variant", amb.run, amb.signature, amb.findings)
+                tolerated.append(Tolerated(*where, f"allowed: {by.reason}", by.label()))
+                continue
+            hint = allowances.suggest(sig) if sig is not None else ""
+            out.append(
+                AmbientFinding(
+                    j.experiment.name, amb.run, amb.signature, amb.id, amb.findings, hint
+                )
+            )
     return out, tolerated
 
 
@@ -248,6 +313,16 @@ def suppressed(judged: Sequence[Judged]) -> tuple[list[Tolerated], list[str]]:
         for (e, v, r, label, source), n in out.items()
     ]
     return rows, unused
+
+
+def not_run(judged: Sequence[Judged]) -> list[str]:
+    """A line per case broken in every variant alike (`judge.causality`'s `broken`): not
+    run, listed in the gate's reasons whatever its verdict, so that it stays visible."""
+    return [
+        f"{j.experiment.name}: case not run, broken in every variant alike: {b}"
+        for j in judged
+        for b in j.judgement.broken
+    ]
 
 
 def decide(
@@ -282,7 +357,10 @@ def decide(
         "or renew the allowance with a new date"
         for a in expired
     ]
-    surprises, allowed = unexpected(judged, [a for a in policy.allow if a not in expired])
+    live_allow = [a for a in policy.allow if a not in expired]
+    surprises, allowed = unexpected(judged, live_allow)
+    ambient, ambient_allowed = environment(judged, live_allow)
+    allowed += ambient_allowed
     hidden, unused = suppressed(judged)
     used = {t.by for t in allowed}
     unused = [
@@ -294,8 +372,17 @@ def decide(
         first = surprises[0]
         more = f" (+{len(surprises) - 1} more)" if len(surprises) > 1 else ""
         fails.append(
-            f"unexpected signature in {first.experiment}/{first.variant}/{first.run}: "
-            f"{first.signature} x{first.findings}{more}"
+            f"unexpected signature {first.id} in {first.experiment}/{first.variant}/"
+            f"{first.run}: {first.signature} x{first.findings}{more}; to accept it, add "
+            f"to policy.allow: {first.allowance}"
+        )
+    if ambient and policy.ambient == "fail":
+        first_a = ambient[0]
+        more = f" (+{len(ambient) - 1} more)" if len(ambient) > 1 else ""
+        fails.append(
+            f"ambient signature {first_a.id} in {first_a.experiment}/{first_a.run} (every "
+            f"variant, no frame in the subject): {first_a.signature} x{first_a.findings}"
+            f"{more}; to accept it, add to policy.allow: {first_a.allowance}"
         )
     live = liveness(judged)
     unsure += [
@@ -319,7 +406,7 @@ def decide(
     return GateResult(
         policy.name,
         verdict,
-        tuple(dict.fromkeys(reasons + unused)),
+        tuple(dict.fromkeys(reasons + not_run(judged) + unused)),
         tuple(verdicts),
         live,
         tuple(surprises),
@@ -327,4 +414,5 @@ def decide(
         tuple(allowed + hidden),
         tuple(unused),
         tuple(f"{a.label()} expired on {a.expires}" for a in expired),
+        tuple(ambient),
     )

@@ -14,6 +14,9 @@ Without an explicit target, the targets are what every control reproduces in k o
 repeats: the signatures of each checker run and the failing cases of each plain run.
 A target that names its checker applies only where that tool actually watched the run,
 so `checker: memcheck` and `checker: asan` targets let one config serve both backends.
+Weighed are the findings no suppression marked and that do not follow a fault
+(`findings.follow_on`); ambient signatures (`judge.ambient`: every variant shows them, no
+frame is the subject's) are never derived as targets nor called unexpected.
 `Attempt.repeat` counts from 0; a repeat is a hit when any of its attempts (any case,
 any device) shows the target.
 """
@@ -25,7 +28,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from orchestrator.findings import follow_on
 from orchestrator.findings.signatures import fingerprint, matches, signature
+from orchestrator.judge.ambient import Ambient, ambient
 from orchestrator.model import (
     Attempt,
     Build,
@@ -43,8 +48,10 @@ from orchestrator.model.record import Record
 
 def judged_findings(attempt: Attempt) -> tuple[Finding, ...]:
     """The findings the verdict weighs: all but those a run's suppression file marked
-    (the gate lists those apart, with the suppression that matched them)."""
-    return tuple(f for f in attempt.findings if not f.suppressed)
+    (the gate lists those apart, with the suppression that matched them) and the API
+    errors that follow a fault in the same process (`findings.follow_on`: the fault is
+    weighed, its consequences are listed with it)."""
+    return tuple(f for f in follow_on.mark(attempt.findings) if not f.suppressed and not f.follows)
 
 
 def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
@@ -73,6 +80,9 @@ class Judgement(Record):
     hits: tuple[Hits, ...] = ()
     targets: tuple[str, ...] = ()
     unexpected: tuple[tuple[str, str], ...] = ()  # (run, signature) the fix shows beyond targets
+    ambient: tuple[Ambient, ...] = ()  # signatures of the environment (`judge.ambient`)
+    # "run/case: why" of the cases broken in every variant alike (`broken_cases`): not run
+    broken: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,7 @@ class _Target:
     applies: Callable[[Run, Checker], bool]  # (run, the tool that actually watched it)
     hit: Callable[[Attempt], bool]
     covers: Callable[[Signature], bool]  # whether a finding's signature is this target
+    case: str = ""  # the glob of the cases the target names ("" none)
 
 
 def _pattern_label(p: TargetPattern) -> str:
@@ -101,7 +112,7 @@ def _pattern_target(p: TargetPattern) -> _Target:
         # `checker: memcheck` targets, one config serves both backends
         return p.applies_to(run) and (not p.checker or fnmatch.fnmatchcase(tool.value, p.checker))
 
-    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig))
+    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig), p.case)
 
 
 def _signature_target(run: str, fp: str, label: str) -> _Target:
@@ -130,9 +141,16 @@ class _Index:
         self.cases = [c.name for c in experiment.cases]
         self.by: dict[tuple[str, str, int], list[Attempt]] = defaultdict(list)
         self.tools: dict[str, Checker] = {}
+        attempts = tuple(attempts)
         for a in attempts:
             self.by[(a.variant, a.run, a.repeat)].append(a)
             self.tools.setdefault(a.run, a.checker)
+        # (run, case) -> why: cases broken in every variant alike (`broken_cases`), which
+        # the repeats' evidence leaves out
+        self.broken: dict[tuple[str, str], str] = {}
+        found = ambient(experiment, attempts, judged_findings)
+        self.ambient = found
+        self.environment = {(x.run, x.fingerprint) for x in found}
 
     def tool(self, run: Run) -> Checker:
         """The checker that watched a run (ASAN standing in for memcheck, say)."""
@@ -143,8 +161,12 @@ class _Index:
         out = []
         for r in range(self.experiment.repeats_for(run)):
             attempts = self.by.get((variant, run.name, r), [])
-            missing = sorted(set(self.cases) - {a.case for a in attempts})
-            bad = [a for a in attempts if not a.conclusive]
+            missing = sorted(
+                set(self.cases) - {a.case for a in attempts} - self.broken_in(run.name)
+            )
+            bad = [
+                a for a in attempts if not a.conclusive and (run.name, a.case) not in self.broken
+            ]
             why = (
                 f"no attempt of case {missing[0]}"
                 if missing
@@ -154,6 +176,9 @@ class _Index:
             )
             out.append((attempts, why))
         return out
+
+    def broken_in(self, run: str) -> set[str]:
+        return {case for r, case in self.broken if r == run}
 
     def count(self, variant: str, run: Run, target: _Target) -> tuple[Hits, str]:
         hits = unknown = 0
@@ -193,7 +218,11 @@ def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) 
             for seen in per_repeat:
                 for item in seen:
                     tally[item] += 1
-            reliable = {item for item, n in tally.items() if n >= k}
+            reliable = {
+                item
+                for item, n in tally.items()
+                if n >= k and (run.name, item[0]) not in index.environment
+            }
             shared = reliable if shared is None else shared & reliable
         for key, label in sorted(shared or ()):
             targets.append(
@@ -202,6 +231,41 @@ def _derive(index: _Index, controls: Sequence[str], k_of: Callable[[Run], int]) 
                 else _signature_target(run.name, key, label)
             )
     return targets
+
+
+def broken_cases(index: _Index, targets: Sequence[_Target]) -> dict[tuple[str, str], str]:
+    """(run, case) -> why, for each case broken in every variant alike in a run: every
+    attempt of it, in the fix and in each control, every repeat, is inconclusive, for
+    one reason or another; no target names it (`case:`) and none of its attempts shows a
+    target. Such a case is the environment's or the suite's, not the change's: it is
+    reported as not run, and the verdict stands on the other cases (docs/architecture.md,
+    "Verdicts")."""
+    expect = index.experiment.expect
+    if expect is None:
+        return {}
+    variants = (*expect.controls, expect.fix)
+    out: dict[tuple[str, str], str] = {}
+    for run in index.experiment.runs:
+        for case in index.cases:
+            if any(t.case and fnmatch.fnmatchcase(case, t.case) for t in targets):
+                continue
+            seen: list[Attempt] = []
+            whole = True
+            for variant in variants:
+                mine = [
+                    a
+                    for r in range(index.experiment.repeats_for(run))
+                    for a in index.by.get((variant, run.name, r), [])
+                    if a.case == case
+                ]
+                whole = whole and len({a.repeat for a in mine}) == index.experiment.repeats_for(run)
+                seen += mine
+            if not whole or not seen or any(a.conclusive for a in seen):
+                continue
+            if any(t.hit(a) for t in targets for a in seen):
+                continue
+            out[(run.name, case)] = seen[0].inconclusive_reason
+    return out
 
 
 def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
@@ -245,6 +309,8 @@ def _uncovered(index: _Index, targets: Sequence[_Target]) -> list[tuple[str, str
         for a in attempts:
             for f in judged_findings(a):
                 sig = signature(f)
+                if (run_name, fingerprint(sig)) in index.environment:
+                    continue  # ambient: listed apart (`judge.ambient`)
                 if not any(t.applies(run, index.tool(run)) and t.covers(sig) for t in targets):
                     out[(variant, run_name, sig)] += f.count
     return [(v, r, sig, n) for (v, r, sig), n in out.items()]
@@ -280,6 +346,12 @@ def causality(
 
     k_of = _k_of(experiment)
     targets = _targets(index, k_of)
+    index.broken = broken_cases(index, targets)
+    not_run = [
+        f"case {case} not run in run {run}: broken in every variant alike ({why}); "
+        "no target names it or shows in it, so the verdict stands on the other cases"
+        for (run, case), why in sorted(index.broken.items())
+    ]
     if not expect.targets and not targets:
         unsure.append(
             f"the controls share no finding or failure reproduced in k of N "
@@ -325,22 +397,24 @@ def causality(
         (run, sig.label()) for v, run, sig, _ in _uncovered(index, targets) if v == expect.fix
     }
     if fails:
-        verdict, reasons = Verdict.FAIL, fails + unsure
+        verdict, reasons = Verdict.FAIL, fails + unsure + not_run
     elif unsure:
-        verdict, reasons = Verdict.INCONCLUSIVE, unsure
+        verdict, reasons = Verdict.INCONCLUSIVE, unsure + not_run
     else:
         verdict = Verdict.PASS
         reasons = [
             f"{expect.fix} removes every target ({len({t.label for t, _ in judged})}) "
             f"that the controls "
             f"({', '.join(expect.controls)}) reproduce"
-        ]
+        ] + not_run
     return Judgement(
         verdict,
         tuple(dict.fromkeys(reasons)),
         tuple(all_hits),
         tuple(dict.fromkeys(t.label for t, _ in judged)),
         tuple(sorted(unexpected)),
+        index.ambient,
+        tuple(f"{run}/{case}: {why}" for (run, case), why in sorted(index.broken.items())),
     )
 
 

@@ -117,6 +117,10 @@ class Finding(Record):
     # kept of its signature in its case, 1 + the later ones it counted but did not keep
     # (`findings.folding`); every count csorch states or checks adds these up, never len(findings)
     count: int = 1
+    # the signature id (`fingerprint`, 12 hex digits) of the memory fault this record is a
+    # consequence of: a sticky launch failure after the fault destroyed the context
+    # (`findings.follow_on`); "" when it stands on its own
+    follows: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings.signatures import fingerprint, group, signature
+from orchestrator.findings import follow_on
+from orchestrator.findings.signatures import (
+    fingerprint,
+    group,
+    located,
+    named_frames,
+    signature,
+    top_frames,
+)
+from orchestrator.judge.ambient import ambient
 from orchestrator.judge.causality import Judgement
-from orchestrator.model import Attempt, Checker, Experiment, Outcome
+from orchestrator.model import Attempt, Checker, Experiment, Finding, Outcome
 from orchestrator.model.job import device_label
 from orchestrator.report import provenance, rows
 from orchestrator.report.gfm import DASH, code, esc, table
@@ -75,26 +84,37 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     broken = judge.failed_builds(records.builds)
     runs = {r.name: r.checker for r in experiment.runs}
     header = ["case"] + [f"`{c.variant}` {esc(c.label(runs[c.run]))}" for c in columns]
+    header.append("reason")
+    all_rows = rows.rows(experiment, attempts)
+    names = {c.name for c in experiment.cases}
+    label = rows.labels(n for _, n in all_rows if n != rows.OUTSIDE and n not in names)
+    # Judgement.broken: "run/case: why"
+    broken_cases = records.judgement.broken if records.judgement else ()
+    not_run = {b.split(": ", 1)[0].split("/", 1)[-1] for b in broken_cases}
     body, last = [], None
-    for case, node in rows.rows(experiment, attempts):
-        cells = []
+    for case, node in all_rows:
+        made = []
         for c in columns:
             group = groups.get((case, c.variant, c.run, c.device))
-            cells.append(
-                _cell_text(rows.cell(group, node, broken.get(c.variant, "")) if group else None)
-            )
+            made.append((c, rows.cell(group, node, broken.get(c.variant, "")) if group else None))
+        cells = [_cell_text(cell) for _, cell in made]
+        why = rows.reason(made)
+        if case in not_run and why:
+            why = "not run (broken in every variant alike): " + why
         if node == case:  # a command case, or a case that ran no node: its own row
-            body.append([f"**{esc(case)}**", *cells])
+            body.append([f"**{esc(case)}**", *cells, esc(why)])
             continue
         if case != last:  # the case's name heads its nodes
-            body.append([f"**{esc(case)}**", *[""] * len(columns)])
+            body.append([f"**{esc(case)}**", *[""] * len(columns), ""])
         last = case
-        body.append([code(rows.short(node)), *cells])
+        body.append([code(label.get(node, node)), *cells, esc(why)])
     legend = (
         "Each cell: the test's outcome over its repeats; under a checker, the reports "
         "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; folded repeats "
         "included). "
-        "`?`: inconclusive evidence (see *What was not run*); `–`: not run there."
+        "`?`: inconclusive evidence (see *What was not run*); `–`: not run there. "
+        "Nodes are pytest node ids less the prefix they all share; *reason*: why a cell did "
+        "not pass or its evidence is inconclusive, with the columns it holds in."
     )
     return ["### Outcomes per case node", "", legend, "", *table(header, body)]
 
@@ -115,12 +135,22 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
     cells: dict[tuple[str, str, str], tuple[int, int]] = {}
     tolerated: dict[str, list[str]] = defaultdict(list)
     skipped: dict[str, tuple[str, ...]] = {}
+    examples: dict[str, Finding] = {}
+    follows: dict[str, str] = {}
+    environment = {
+        a.fingerprint for a in ambient(experiment, records.attempts, judge.judged_findings)
+    }
     for variant, run in pairs:
         attempts_ = per[(variant, run.name)]
         seen = [(a.repeat, {fingerprint(signature(f)) for f in a.findings}) for a in attempts_]
-        for sig in group(f for a in attempts_ for f in a.findings):
+        marked = [f for a in attempts_ for f in follow_on.mark(a.findings)]
+        for f in marked:
+            if f.follows:
+                follows.setdefault(fingerprint(signature(f)), f.follows)
+        for sig in group(marked):
             signatures.setdefault(sig.fingerprint, (sig.signature.label(), sig.signature.frames))
             skipped.setdefault(sig.fingerprint, sig.skipped)
+            examples.setdefault(sig.fingerprint, sig.example)
             if sig.tolerance():
                 tolerated[sig.fingerprint].append(f"`{variant}` {run.name}: {sig.tolerance()}")
             hits = {repeat for repeat, fps in seen if sig.fingerprint in fps}
@@ -143,17 +173,30 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
                 sure = all(a.conclusive for a in per[(v, r.name)])
                 counts.append("0" if sure else "0 ?")
         mark = " (tolerated)" if fp in tolerated else ""
+        if fp in environment:
+            mark += " (ambient)"
+        if fp in follows:
+            mark += f" (follows `{follows[fp]}`)"
         body.append([code(label) + mark, code(fp[:12]), *counts])
-    frames = [
-        f"- {code(fp[:12])}: "
-        + " ← ".join(code(f) for f in top)
-        + (f" (below {', '.join(code(f) for f in skipped[fp])})" if skipped.get(fp) else "")
-        for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0])
-        if top
-    ]
+    frames = []
+    for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0]):
+        if not top:
+            continue
+        named, library = named_frames(examples[fp])
+        line = f"- {code(fp[:12])}: " + " ← ".join(code(located(f)) for f in named or ())
+        if library:
+            line += f" (below {', '.join(code(located(f)) for f in library)})"
+        freed = next((st for st in examples[fp].related if st.role == "freed"), None)
+        if freed is not None and freed.frames:
+            line += "; freed at " + " ← ".join(code(located(f)) for f in top_frames(freed.frames))
+        frames.append(line)
     note = (
         "Counts are reports, folded repeats included (repeats with the signature out of "
-        "N); ids are fingerprints."
+        "N); ids are fingerprints. *ambient*: every variant shows it and no frame is the "
+        "subject's (the environment, not the change); *follows*: an API error of the "
+        "context the fault with that id destroyed, not weighed on its own. Frames are "
+        "the first finding's, with file:line; a use-after-free also names where the "
+        "memory was freed."
     )
     out = [*lines, note, "", *table(header, body), "Top frames:", "", *frames, ""]
     if tolerated:

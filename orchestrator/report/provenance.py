@@ -119,7 +119,7 @@ def _source(tree: SourceTree | None, experiment: Experiment, variant: str) -> st
 def variants(experiment: Experiment, records: bundle.Records) -> list[str]:
     trees = {s.variant: s for s in records.sources}
     builds = {b.variant: b for b in records.builds}
-    body, full = [], []
+    body, full, described = [], [], []
     for v in experiment.variants:
         tree, build = trees.get(v.name), builds.get(v.name)
         if tree is not None:
@@ -146,6 +146,19 @@ def variants(experiment: Experiment, records: bundle.Records) -> list[str]:
                 binaries or DASH,
             ]
         )
+        about = []
+        if v.description:
+            about.append(esc(v.description))
+        if v.build.env:
+            about.append(
+                "build environment " + ", ".join(code(f"{k}={val}") for k, val in v.build.env)
+            )
+        if v.build.flags:
+            about.append("flags " + " ".join(code(f) for f in v.build.flags))
+        if v.build.command:
+            about.append("command " + code(" ".join(v.build.command)))
+        if about:
+            described.append(f"- `{v.name}`: " + "; ".join(about))
         if tree is not None:
             full.append(f"- `{v.name}` source tree: `{tree.digest}`")
             full += [f"  - patch `{p.path}`: `{p.sha256}`" for p in tree.patches]
@@ -153,6 +166,8 @@ def variants(experiment: Experiment, records: bundle.Records) -> list[str]:
             full.append(f"  - binary `{a.path}`: `{a.sha256}` ({a.size} bytes)")
     header = ["variant", "role", "source tree", "patches (sha256)", "build", "binaries (sha256)"]
     lines = ["### Variants", "", *table(header, body)]
+    if described:
+        lines += ["What each variant is and how it was built:", "", *described, ""]
     if full:
         lines += ["<details><summary>Full sha256 digests</summary>", "", *full, "", "</details>"]
     return lines + [""]

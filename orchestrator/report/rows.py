@@ -12,6 +12,7 @@ did not run still has a row. Pure: records in, records out.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,9 +27,38 @@ OUTSIDE = "(outside a test)"
 Key = tuple[str, str, str, str]
 
 
+_SEPARATOR_RE = re.compile(r"(/|::)")
+
+
+def _parts(nodeid: str) -> list[str]:
+    """`tests/x/test_a.py::TestA::test_b[a/b]` -> its components with their separators,
+    the parameters (which may hold "/" or "::") kept whole on the last one."""
+    head, bracket, rest = nodeid.partition("[")
+    parts = _SEPARATOR_RE.split(head)
+    parts[-1] += bracket + rest
+    return parts
+
+
+def labels(nodeids: Iterable[str]) -> dict[str, str]:
+    """Each node id shortened by the prefix every one of them shares, cut at a `/` or
+    `::`, never past the test's own name: `TestA::test_x` and `TestB::test_x` stay two
+    labels (the class is kept), `tests/a/test_a.py::f` and `tests/b/test_b.py::f` become
+    `a/test_a.py::f` and `b/test_b.py::f`; a lone node is its test's name."""
+    ids = list(dict.fromkeys(nodeids))
+    split = [_parts(n) for n in ids]
+    if not split:
+        return {}
+    common = 0
+    shortest = min(len(p) for p in split)
+    # components are at even indices, separators at odd ones; keep the last component
+    while common + 2 < shortest and all(p[: common + 2] == split[0][: common + 2] for p in split):
+        common += 2
+    return {n: "".join(p[common:]) for n, p in zip(ids, split, strict=True)}
+
+
 def short(nodeid: str) -> str:
-    """`tests/x/test_a.py::test_b[cpu]` -> `test_b[cpu]`."""
-    return nodeid.rsplit("::", 1)[-1]
+    """`tests/x/test_a.py::test_b[cpu]` -> `test_b[cpu]`: a lone node's label."""
+    return labels([nodeid])[nodeid]
 
 
 @dataclass(frozen=True)
@@ -134,3 +164,26 @@ def cell(attempts: Sequence[Attempt], node: str, not_built: str = "") -> Cell:
         sanitized=any(a.checker is not Checker.NONE for a in attempts),
         not_built=not_built,
     )
+
+
+def reason(cells: Sequence[tuple[Column, Cell | None]], width: int = 200) -> str:
+    """Why a row's cells did not pass, in one line: each distinct reason (the variant's
+    build error, what the node or the attempt said, why the evidence is inconclusive)
+    once, with the columns it holds in, or "every column" where it holds in all of them;
+    "" when every cell passed cleanly."""
+    where: dict[str, list[str]] = {}
+    present = [(c, cell) for c, cell in cells if cell is not None]
+    for column, cell in present:
+        if cell.not_built:  # what the attempts say of it repeats the build error
+            texts = [f"not built: {cell.not_built}"]
+        else:
+            texts = list(cell.details) + [
+                r.split(": ", 1)[-1] if r.startswith("repeat ") else r for r in cell.reasons
+            ]
+        for text in dict.fromkeys(t[:width] for t in texts if t):
+            where.setdefault(text, []).append(f"{column.variant}/{column.run}")
+    parts = []
+    for text, columns in where.items():
+        scope = "every column" if len(columns) == len(present) > 1 else ", ".join(columns)
+        parts.append(f"{scope}: {text}")
+    return "; ".join(parts)

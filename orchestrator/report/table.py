@@ -17,11 +17,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from orchestrator.findings import follow_on
 from orchestrator.findings.signatures import group
-from orchestrator.judge.causality import Judgement
+from orchestrator.judge.ambient import ambient
+from orchestrator.judge.causality import Judgement, judged_findings
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
 from orchestrator.model.kinds import aggregate
-from orchestrator.report.rows import OUTSIDE, short
+from orchestrator.report.rows import OUTSIDE, Column, cell, labels, reason
 
 STYLES = {
     Outcome.PASSED: "green",
@@ -105,16 +107,40 @@ def cases_table(
         label = run if tool is Checker.NONE or tool.value == run else f"{run} ({tool.value})"
         table.add_column(f"{variant}\n{label}", justify="left", no_wrap=True)
     last = None
-    for case, node in _rows(experiment, attempts):
-        row = [_cell(cells[(case, v, r)], node, by_variant) for v, r in columns]
+    all_rows = _rows(experiment, attempts)
+    names = {c.name for c in experiment.cases}
+    label = labels(n for _, n in all_rows if n != OUTSIDE and n not in names)
+    body: list[tuple[Text, list[Text | str], str]] = []
+    for case, node in all_rows:
+        row: list[Text | str] = [_cell(cells[(case, v, r)], node, by_variant) for v, r in columns]
+        why = reason(
+            [
+                (
+                    Column(v, r, "", tools.get(r, Checker.NONE)),
+                    cell(cells[(case, v, r)], node, _not_built(by_variant.get(v)))
+                    if cells[(case, v, r)]
+                    else None,
+                )
+                for v, r in columns
+            ]
+        )
         if node == case:  # a command case is its own single node
-            table.add_row(Text(case, style="bold"), *row)
+            body.append((Text(case, style="bold"), row, why))
             continue
         if case != last:  # the case's name heads its nodes
-            table.add_row(Text(case, style="bold"), *([""] * len(columns)))
+            body.append((Text(case, style="bold"), [""] * len(columns), ""))
         last = case
-        table.add_row(Text("  " + short(node)), *row)
+        body.append((Text("  " + label.get(node, node)), row, why))
+    with_reasons = any(why for _, _, why in body)
+    if with_reasons:  # the column only where a cell has something to say
+        table.add_column("reason", overflow="fold")
+    for head, row, why in body:
+        table.add_row(head, *row, *([Text(why, style="yellow")] if with_reasons else []))
     return table
+
+
+def _not_built(build: Build | None) -> str:
+    return (build.error.splitlines() or ["failed"])[0] if build is not None and not build.ok else ""
 
 
 def builds_table(builds: Iterable[Build]) -> Table:
@@ -136,19 +162,27 @@ def builds_table(builds: Iterable[Build]) -> Table:
 def signatures(experiment: Experiment, attempts: Sequence[Attempt]) -> RenderableType:
     """Per variant x run: each signature with its count."""
     lines = Text()
+    environment = {a.fingerprint for a in ambient(experiment, attempts, judged_findings)}
     for variant in experiment.variants:
         for run in experiment.runs:
             found = [
                 f
                 for a in attempts
                 if a.variant == variant.name and a.run == run.name
-                for f in a.findings
+                for f in follow_on.mark(a.findings)
             ]
             for sig in group(found):
                 lines.append(f"  {variant.name} / {run.name}: ", style="bold")
                 lines.append(f"{sig.count} x {sig.signature.label()[:120]}")
+                lines.append(f" {sig.fingerprint[:12]}", style="dim")
                 if sig.skipped:
                     lines.append(f" (below {', '.join(sig.skipped)})", style="dim")
+                if sig.fingerprint in environment:
+                    lines.append(
+                        " [ambient: every variant, no frame in the subject]", style="yellow"
+                    )
+                if sig.example.follows:
+                    lines.append(f" [follows {sig.example.follows}]", style="yellow")
                 if sig.tolerance():
                     lines.append(f" [{sig.tolerance()}]", style="yellow")
                 lines.append("\n")
@@ -162,8 +196,8 @@ def verdict_line(judgement: Judgement) -> Text:
     text.append(judgement.verdict.value.upper(), style=VERDICT_STYLES[judgement.verdict])
     if judgement.verdict is Verdict.PASS:
         text.append(" (causal)", style=VERDICT_STYLES[judgement.verdict])
-    for reason in judgement.reasons:
-        text.append(f"\n  {reason}")
+    for why in judgement.reasons:
+        text.append(f"\n  {why}")
     return text
 
 

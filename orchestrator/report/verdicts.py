@@ -3,6 +3,7 @@ prints them), and the gate's Markdown summary (the top of the gate's report.md).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,12 +12,15 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator import bundle
+from orchestrator.errors import BundleError
 from orchestrator.gate import allowances
 from orchestrator.gate.allowances import Allowance
+from orchestrator.gate.manifest import GATE
+from orchestrator.gate.pipeline import GATE_SCHEMA
 from orchestrator.gate.policy import GateResult, Judged
 from orchestrator.judge.compare import Comparison
 from orchestrator.model import Verdict
-from orchestrator.report import markdown
+from orchestrator.report import markdown, rows
 
 STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
 OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
@@ -45,8 +49,17 @@ def gate(result: GateResult) -> RenderableType:
     for u in result.unexpected:
         lines.append(
             Text(
-                f"unexpected: {u.experiment}/{u.variant}/{u.run}: {u.signature} x{u.findings}",
+                f"unexpected {u.id}: {u.experiment}/{u.variant}/{u.run}: {u.signature} "
+                f"x{u.findings}",
                 style="red",
+            )
+        )
+    for a in result.ambient:
+        lines.append(
+            Text(
+                f"ambient {a.id}: {a.experiment}/{a.run}: {a.signature} x{a.findings} (every "
+                "variant, no frame in the subject)",
+                style="yellow",
             )
         )
     for t in result.tolerated:
@@ -83,8 +96,21 @@ def gate_markdown(result: GateResult) -> str:
     if result.unexpected:
         rows += ["", "Unexpected signatures (no target explains them):", ""]
         rows += [
-            f"- {u.experiment}/{u.variant}/{u.run}: `{u.signature}` x{u.findings}"
+            f"- `{u.id}` {u.experiment}/{u.variant}/{u.run}: `{u.signature}` x{u.findings}"
+            + (f"; to accept it, add to `policy.allow`: `{u.allowance}`" if u.allowance else "")
             for u in result.unexpected
+        ]
+    if result.ambient:
+        rows += [
+            "",
+            "Ambient signatures (every variant shows them, fix and controls alike, and no "
+            "frame is the subject's: the environment, not the change):",
+            "",
+        ]
+        rows += [
+            f"- `{a.id}` {a.experiment}/{a.run}: `{a.signature}` x{a.findings}"
+            + (f"; allowance: `{a.allowance}`" if a.allowance else "")
+            for a in result.ambient
         ]
     if result.tolerated:
         rows += ["", "Tolerated findings (kept and listed, not weighed by the verdict):", ""]
@@ -117,6 +143,36 @@ def gate_report(
     return "\n".join(sections)
 
 
+def stored_gate(root: Path) -> tuple[GateResult, list[Path]]:
+    """A gate directory's recorded verdict (gate.json) and the experiment bundles in it;
+    BundleError when gate.json cannot be read back."""
+    path = Path(root) / GATE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or doc.get("schema") != GATE_SCHEMA:
+            raise ValueError(f"not a {GATE_SCHEMA} document")
+        result = GateResult.from_dict({k: v for k, v in doc.items() if k != "schema"})
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BundleError(
+            path,
+            f"{GATE} cannot be read back: {exc}",
+            hint="re-run the gate, or judge its bundles again: csorch gate --from DIR",
+        ) from None
+    found = sorted(d for d in Path(root).iterdir() if (d / bundle.RESULTS).is_file())
+    return result, found
+
+
+def gate_dir_report(root: Path, allow: Sequence[Allowance] = ()) -> str:
+    """report.md of a stored gate directory, made again from its gate.json and bundles
+    (the verdict is the one the gate recorded; `csorch gate --from` judges again)."""
+    result, found = stored_gate(root)
+    sections = [gate_markdown(result)]
+    for path in found:
+        results, manifest = bundle.read(path)
+        sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
+    return "\n".join(sections)
+
+
 def comparison(c: Comparison) -> RenderableType:
     """Identities, per-node outcomes, signature sets, and the two statements."""
     ids = Table(title=f"{c.experiment}: variants", title_justify="left")
@@ -137,11 +193,12 @@ def comparison(c: Comparison) -> RenderableType:
     nodes.add_column("case")
     for v in variants:
         nodes.add_column(v)
+    label = rows.labels(row.node for row in c.nodes)
     for row in c.nodes:
         cells = dict(row.outcomes)
         nodes.add_row(
             row.run,
-            Text(row.node.split("::")[-1]),  # Text: "[cuda-64x96]" is not Rich markup
+            Text(label[row.node]),  # Text: "[cuda-64x96]" is not Rich markup
             *[
                 Text(cells.get(v, "-"), style=OUTCOME_STYLE.get(cells.get(v, ""), ""))
                 for v in variants

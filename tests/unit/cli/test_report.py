@@ -122,3 +122,33 @@ def test_sarif_uris_relative_to_the_repo_root_given(cprog_bundles) -> None:
 
     assert uri(default) == "tests/fixtures/e2e/cprog/pick.c"
     assert uri(given) == "e2e/cprog/pick.c"
+
+
+def test_a_gate_directory_renders_its_verdict_and_every_bundle(
+    cprog_bundles, tmp_path: Path
+) -> None:
+    import shutil
+
+    from orchestrator import gate
+    from orchestrator.gate import pipeline
+
+    out = tmp_path / "gate"
+    out.mkdir()
+    shutil.copytree(cprog_bundles["pass"], out / "c-oob")
+    judged = [pipeline.stored(out / "c-oob")]
+    result = gate.decide(gate.Policy("g", (Path("/x.yaml"),)), judged)
+    pipeline.finish(out, result, judged, "stored report.md\n")
+    # before: "is not a results bundle"
+    md = report(str(out), "--format", "markdown")
+    assert md.exit_code == ExitCode.PASS, md.output
+    assert md.stdout.startswith(f"## Release gate `g`: **{result.verdict.name}**")
+    assert "## Validation: `c-oob`" in md.stdout
+    table = report(str(out))
+    assert table.exit_code == ExitCode.PASS and "gate g" in table.stdout and "c-oob" in table.stdout
+    as_json = report(str(out), "-f", "json")
+    assert json.loads(as_json.stdout)["verdict"] == result.verdict.value
+    junit = report(str(out), "-f", "junit")
+    assert junit.exit_code == ExitCode.USAGE and "gate's directory" in junit.output
+    (out / "gate.json").write_text("{")
+    broken = report(str(out), "-f", "markdown")
+    assert broken.exit_code == ExitCode.USAGE and "gate.json cannot be read back" in broken.output

@@ -222,6 +222,7 @@ def test_the_checkers_gate_config_loads_and_can_prove_every_checker_live() -> No
         ("name: g\nexperiments: [missing.yaml]\n", 2, "no such file"),
         ("name: g\nexperiments: [e.yaml]\npolicy: {unexpected: ignore}\n", 3, "fail, report"),
         ("name: g\nexperiments: [e.yaml]\npolicy: {alow: []}\n", 3, "alow"),
+        ("name: g\nexperiments: [e.yaml]\npolicy: {ambient: ignore}\n", 3, "report, fail"),
         ("name: g\nexperiments: [e.yaml]\npolicy: {allow: [{colour: red}]}\n", 3, "colour"),
         ("name: g\nexperiments: [e.yaml]\npolicy: {allow: [{kind: leak}]}\n", 3, "needs a reason"),
         (
@@ -242,3 +243,59 @@ def test_bad_gate_configs(tmp_path: Path, text: str, line: int, words: str) -> N
         gate.load_policy(path)
     message = info.value.message
     assert f"gate.yaml:{line}" in message and words in message, message
+
+
+def test_ambient_signatures_are_reported_by_default_and_fail_only_when_asked(
+    tmp_path: Path,
+) -> None:
+    from unit.judge import test_ambient as amb
+
+    exp, rows = amb.experiment(), amb.attempts()
+    one = gate.Judged(exp, tuple(rows), judge.causality(exp, rows))
+    result = gate.decide(POLICY, [one])
+    # before: torch's start-up error, in the fix as in the control, failed the gate
+    assert result.verdict is Verdict.PASS, result.reasons
+    (found,) = result.ambient
+    assert found.signature.endswith("in cuGetProcAddress_v2") and found.findings == 8
+    assert result.unexpected == ()
+    strict = gate.decide(dataclasses.replace(POLICY, ambient="fail"), [one])
+    assert strict.verdict is Verdict.FAIL
+    message = strict.reasons[0]
+    assert f"ambient signature {found.id}" in message and "to accept it" in message
+    assert found.allowance in message
+    # the printed allowance, pasted into a gate config, accepts it
+    (tmp_path / "e.yaml").write_text("name: e\n")
+    entry = found.allowance.replace('"..."', '"torch probes the driver"').replace(
+        "YYYY-MM-DD", "2099-01-01"
+    )
+    config = tmp_path / "gate.yaml"
+    config.write_text(
+        f"name: g\nexperiments: [e.yaml]\npolicy:\n  ambient: fail\n  allow:\n    - {entry}\n"
+    )
+    policy = gate.load_policy(config)
+    assert policy.ambient == "fail"
+    accepted = gate.decide(policy, [one])
+    assert accepted.verdict is Verdict.PASS, accepted.reasons
+    assert [t.why for t in accepted.tolerated] == ["allowed: torch probes the driver"]
+
+
+def test_an_unexpected_signature_fail_names_its_id_and_the_allowance() -> None:
+    rows = _with_other(attempts(), "rebuilt", "installed")
+    result = gate.decide(POLICY, [judged(rows)])
+    first = result.unexpected[0]
+    assert len(first.id) == 12 and f"unexpected signature {first.id}" in result.reasons[0]
+    assert (
+        "{checker: memcheck, kind: invalid-access, access: write, space: global, size: 4, "
+        'function: other, reason: "...", expires: YYYY-MM-DD}'
+    ) in result.reasons[0]
+
+
+def test_a_case_broken_in_every_variant_stays_visible_in_the_gate() -> None:
+    from unit.judge.test_causality import _two_cases, _with_broken_case
+
+    exp, rows = _two_cases(), _with_broken_case(attempts())
+    result = gate.decide(POLICY, [gate.Judged(exp, tuple(rows), judge.causality(exp, rows))])
+    assert result.verdict is Verdict.PASS, result.reasons
+    assert any(
+        "case not run, broken in every variant alike: memcheck/other" in r for r in result.reasons
+    )

@@ -350,3 +350,58 @@ def test_failed_builds_give_their_first_error_line_even_when_it_is_empty() -> No
     }
     assert experiment().role("rebuilt") == "control" and experiment().role("patched") == "fix"
     assert experiment(expect=False).role("patched") == ""
+
+
+# --- a case broken in every variant alike (issue 22, item 6) -------------------------
+
+
+def _with_broken_case(rows: list[Attempt], variants=("patched", "rebuilt", "installed")):
+    """`rows` plus a second case, `other`, whose every attempt in `variants` could not run
+    (a collection error) and which ran cleanly elsewhere."""
+    out = list(rows)
+    for a in rows:
+        if a.case != "rng":
+            continue
+        if a.variant in variants:
+            broken = Attempt(
+                a.variant,
+                a.run,
+                "other",
+                a.repeat,
+                a.checker,
+                error="pytest: ImportError in conftest",
+            )
+        else:
+            broken = dataclasses.replace(a, case="other", parse=ParseResult((), 0, 0, True))
+        out.append(broken)
+    return out
+
+
+def _two_cases(targets=(PATTERN,)) -> Experiment:
+    exp = experiment(targets)
+    return dataclasses.replace(
+        exp, cases=(*exp.cases, Case("other", CaseKind.PYTEST, ("/t/o.py",)))
+    )
+
+
+def test_a_case_broken_in_every_variant_alike_is_not_run_and_the_verdict_stands() -> None:
+    rows = _with_broken_case(attempts())
+    j = judge.causality(_two_cases(), rows)
+    # before: INCONCLUSIVE ("fix patched, run memcheck: case other: pytest: ImportError ...")
+    assert j.verdict is Verdict.PASS, j.reasons
+    assert any(
+        "case other not run in run memcheck: broken in every variant alike" in r for r in j.reasons
+    )
+    assert "memcheck/other: pytest: ImportError in conftest" in j.broken
+    # derived targets too
+    derived = judge.causality(_two_cases(()), rows)
+    assert derived.verdict is Verdict.PASS, derived.reasons
+
+
+def test_a_case_broken_in_some_variants_only_or_named_by_a_target_stays_inconclusive() -> None:
+    only_fix = judge.causality(_two_cases(), _with_broken_case(attempts(), ("patched",)))
+    assert only_fix.verdict is Verdict.INCONCLUSIVE
+    assert any("case other: pytest: ImportError" in r for r in only_fix.reasons)
+    named = TargetPattern(checker="memcheck", kind="invalid-access", function="k", case="o*")
+    j = judge.causality(_two_cases((PATTERN, named)), _with_broken_case(attempts()))
+    assert j.verdict is Verdict.INCONCLUSIVE and j.broken == ()

@@ -78,8 +78,9 @@ def test_pass_bundle_holds_the_verdict_identities_and_table(cprog_bundles) -> No
         "`fixed` memcheck (asan)",
         "`control` plain",
         "`control` memcheck (asan)",
+        "reason",
     ]
-    assert cells(rows[2]) == ["**sum**", "passed", "passed 0", "passed", "passed 1"]
+    assert cells(rows[2]) == ["**sum**", "passed", "passed 0", "passed", "passed 1", ""]
     signature = "| `asan heap-buffer-overflow read size 4 in sum` | `c9c53e2d1ae7` |"
     assert f"{signature} 0 | 1 (1/1 repeats) |" in text
     assert "- Nothing: every planned attempt ran and its evidence is conclusive." in text
@@ -135,9 +136,16 @@ def test_pytest_nodes_get_rows_of_their_own(cprog_bundles, tmp_path) -> None:
     text = render(edited(cprog_bundles["pass"], tmp_path, as_pytest_nodes))
     rows = [cells(r) for r in table_rows(text, "| case |")[2:]]
     assert rows == [
-        ["**sum**", "", "", "", ""],
-        ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 1"],
-        ["`test_b[cpu]`", "**failed**", "**failed** 0", "**failed**", "**failed** 0"],
+        ["**sum**", "", "", "", "", ""],
+        ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 1", ""],
+        [
+            "`test_b[cpu]`",
+            "**failed**",
+            "**failed** 0",
+            "**failed**",
+            "**failed** 0",
+            "every column: AssertionError",
+        ],
     ]
 
 
@@ -150,5 +158,69 @@ def test_cells_and_signatures_count_the_records_a_parser_folded(cprog_bundles, t
 
     text = render(edited(cprog_bundles["pass"], tmp_path, folded))
     rows = [cells(r) for r in table_rows(text, "| case |")[2:]]
-    assert rows[1] == ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 40"]
+    assert rows[1] == ["`test_a[cpu]`", "passed", "passed 0", "passed", "passed 40", ""]
     assert "40 (1/1 repeats)" in text
+
+
+def test_nodes_of_two_classes_keep_their_class_names(cprog_bundles, tmp_path) -> None:
+    def two_classes(results: dict[str, Any]) -> None:
+        as_pytest_nodes(results)
+        for a in results["attempts"]:
+            for n, node in zip(
+                a["nodes"], ("tests/t.py::TestA::test_x", "tests/t.py::TestB::test_x"), strict=False
+            ):
+                n["nodeid"] = node
+            for f in (a["parse"] or {}).get("findings", []):
+                f["case"] = "tests/t.py::TestA::test_x"
+
+    text = render(edited(cprog_bundles["pass"], tmp_path, two_classes))
+    rows = [cells(r)[0] for r in table_rows(text, "| case |")[2:]]
+    # before: two rows both named `test_x`
+    assert rows == ["**sum**", "`TestA::test_x`", "`TestB::test_x`"]
+
+
+def test_the_reason_column_says_why_a_variant_did_not_run(cprog_bundles) -> None:
+    text = render(cprog_bundles["inconclusive"])
+    (row,) = [cells(r) for r in table_rows(text, "| case |")[2:]]
+    # before: no reason in the table, only in *What was not run*
+    assert row[-1].startswith("fixed/plain, fixed/memcheck: not built: patch"), row[-1]
+
+
+def test_variants_state_their_description_and_build_environment(cprog_bundles, tmp_path) -> None:
+    def describe(results: dict[str, Any]) -> None:
+        v = results["experiment"]["variants"][0]
+        v["description"] = "the fix of issue 7"
+        v["build"]["env"] = [["CFLAGS", "-O1 -g"]]
+
+    text = render(edited(cprog_bundles["pass"], tmp_path, describe))
+    name = json.loads((cprog_bundles["pass"] / bundle.RESULTS).read_text())["experiment"][
+        "variants"
+    ][0]["name"]
+    assert f"- `{name}`: the fix of issue 7; build environment `CFLAGS=-O1 -g`" in text
+
+
+def test_top_frames_carry_file_and_line_and_a_use_after_free_its_free_site(
+    cprog_bundles, tmp_path
+) -> None:
+    def freed(results: dict[str, Any]) -> None:
+        for a in results["attempts"]:
+            for f in (a["parse"] or {}).get("findings", []):
+                f["related"] = [
+                    {
+                        "role": "freed",
+                        "frames": [
+                            {
+                                "function": "__interceptor_free",
+                                "file": "asan_malloc_linux.cpp",
+                                "line": 52,
+                            },
+                            {"function": "release(float*)", "file": "/src/pool.c", "line": 17},
+                        ],
+                    }
+                ]
+
+    text = render(edited(cprog_bundles["pass"], tmp_path, freed))
+    frames = text.split("Top frames:", 1)[1]
+    assert re.search(r"`sum \(\w+\.c:\d+\)`", frames), frames
+    # the free site, its allocator frame skipped
+    assert "freed at `release (pool.c:17)`" in frames

@@ -89,7 +89,9 @@ def test_cells_show_outcomes_and_finding_counts() -> None:
     assert "exp (asan)" in out and "memcheck (asan)" in out
     row = next(line for line in out.splitlines() if "test_x[cpu]" in line)
     cells = [c.strip() for c in row.split("│")[1:-1]]
-    assert cells == ["test_x[cpu]", "passed", "passed 0", "failed", "passed 8", "not built"]
+    assert cells[:6] == ["test_x[cpu]", "passed", "passed 0", "failed", "passed 8", "not built"]
+    # the reason column: the build error of the variant that did not build
+    assert cells[6] == "gone/plain: not built: build of variant 'gone' failed: x"
     heading = out.splitlines()[out.splitlines().index(row) - 1]
     assert heading.split("│")[1].strip() == "rng"  # the case heads its nodes
     built = text(table.builds_table(builds))
@@ -158,7 +160,12 @@ def test_a_timed_out_case_says_timed_out() -> None:
     never_began = Attempt("fix", "plain", "rng", 0, Checker.NONE, timed_out=True)
     out = text(table.cases_table(EXPERIMENT, [], [timed_out, never_began]))
     row = next(line for line in out.splitlines() if "test_x[cpu]" in line)
-    assert [c.strip() for c in row.split("│")[1:-1]] == ["test_x[cpu]", "timed out", "timed out"]
+    assert [c.strip() for c in row.split("│")[1:-1]] == [
+        "test_x[cpu]",
+        "timed out",
+        "timed out",
+        "every column: timed out; ctl/plain: the process died during this case",
+    ]
     assert "error ?" not in out
 
 
@@ -171,4 +178,18 @@ def test_with_every_build_failed_the_cases_are_still_listed() -> None:
     builds = [Build(v, BuildKind.JIT, False, error="build failed") for v in ("fix", "ctl")]
     out = text(table.cases_table(EXPERIMENT, builds, attempts))
     row = next(line for line in out.splitlines() if line.startswith("│ rng"))
-    assert [c.strip() for c in row.split("│")[1:-1]] == ["rng"] + ["not built"] * 4
+    assert [c.strip() for c in row.split("│")[1:-1]] == ["rng"] + ["not built"] * 4 + [
+        "every column: not built: build failed"
+    ]
+
+
+def test_nodes_of_two_classes_keep_their_class_names() -> None:
+    nodes = ("tests/t.py::TestA::test_x", "tests/t.py::TestB::test_x")
+    a = Attempt(
+        "fix", "plain", "rng", 0, Checker.NONE, outcome=Outcome.PASSED,
+        nodes=tuple(NodeResult(n, Outcome.PASSED) for n in nodes),
+    )  # fmt: skip
+    out = text(table.cases_table(EXPERIMENT, [], [a]))
+    # before: two rows both named `test_x`
+    assert "TestA::test_x" in out and "TestB::test_x" in out
+    assert "reason" not in out  # the column only where a cell has something to say
