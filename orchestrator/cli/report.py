@@ -20,7 +20,7 @@ from rich.text import Text
 from orchestrator import bundle as bundles
 from orchestrator import gate, report
 from orchestrator.cli.common import ExitCode, app, fail, out
-from orchestrator.errors import BundleError, CsorchError
+from orchestrator.errors import BundleError, ConfigError, CsorchError
 from orchestrator.gate import allowances
 from orchestrator.gate import manifest as gate_manifest
 from orchestrator.report import sarif, table, verdicts
