@@ -29,7 +29,7 @@ from orchestrator.config.schema import (
     VARIANT,
 )
 from orchestrator.config.slurm import EXECUTORS, SLURM
-from orchestrator.model import RUN_CHECKERS, BuildKind, Outcome
+from orchestrator.model import RUN_CHECKERS, BuildKind, CasesFrom, Outcome
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
 #: NAME_RE in JSON Schema's dialect (`$` there never matches before a final newline)
@@ -115,7 +115,7 @@ def experiment() -> dict[str, Any]:
     """The JSON Schema (draft 7) of an experiment config."""
     build = {
         "anyOf": [
-            enum_of([BuildKind.JIT.value, BuildKind.WHEEL.value]),
+            enum_of([BuildKind.JIT.value, BuildKind.WHEEL.value, BuildKind.PIP.value]),
             object_of(
                 BUILD,
                 {
@@ -125,6 +125,12 @@ def experiment() -> dict[str, Any]:
                     "outputs": WORDS,
                     "env": ENV,
                     "flags": WORDS,
+                    "import_path": {"type": "string"},
+                    "wheel": {"type": "string"},
+                    "requirement": {"type": "string"},
+                    "find_links": {"type": "string"},
+                    "index": {"type": "string"},
+                    "installed": {"type": "string"},
                 },
                 required=["kind"],
             ),
@@ -159,6 +165,7 @@ def experiment() -> dict[str, Any]:
             "env": ENV,
             "repeats": {"type": "integer", "minimum": 1},
             "timeout": DURATION,
+            "case_timeout": DURATION,
             "description": {"type": "string"},
         },
         required=["name", "checker"],
@@ -226,6 +233,12 @@ def experiment() -> dict[str, Any]:
             "expect": expect,
             "executor": enum_of(EXECUTORS),
             "slurm": slurm,
+            "case_timeout": DURATION,
+            "pytest_args": WORDS,
+            "python": {"type": "string"},
+            "test_requires": TEXTS,
+            "wheels": {"type": "string"},
+            "cases_from": enum_of([c.value for c in CasesFrom]),
         },
         required=["name", "source", "variants", "runs", "cases"],
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from orchestrator.config.json_schema import DRAFT, NAME, enum_of, object_of
 from orchestrator.gate.allowances import ALLOW
-from orchestrator.gate.policy import GATE_TOP, POLICY, UNEXPECTED_CHOICES
+from orchestrator.gate.policy import AMBIENT_CHOICES, GATE_TOP, POLICY, UNEXPECTED_CHOICES
 
 
 def gate() -> dict[str, Any]:
@@ -28,6 +28,7 @@ def gate() -> dict[str, Any]:
         POLICY,
         {
             "unexpected": enum_of(UNEXPECTED_CHOICES),
+            "ambient": enum_of(AMBIENT_CHOICES),
             "allow": {"anyOf": [allowance, {"type": "array", "items": allowance}]},
         },
     )

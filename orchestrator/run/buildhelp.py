@@ -56,5 +56,5 @@ def no_description(tree: Path, declared: str) -> str:
         found = _descriptions(tree)
         why = "a jit build needs one build description, build.py or */build.py, in the tree; " + (
             "it has none" if not found else f"it has {len(found)}: {', '.join(found)}"
-        )
+        ) + " (build.description names one)"
     return f"{why}; set the variant's build to one of: " + "; or ".join(kinds_for(tree))
