@@ -50,6 +50,16 @@ def _verdict(results: Mapping[str, Any], judgement: Judgement | None) -> list[st
     if judgement.unexpected:
         lines += ["", "Signatures the fix shows beyond the targets:"]
         lines += [f"- run `{run}`: {code(label)}" for run, label in judgement.unexpected]
+    if judgement.ambient:
+        lines += [
+            "",
+            "Ambient signatures (every variant shows them and no frame is the subject's: "
+            "the environment, not the change; not weighed):",
+        ]
+        lines += [
+            f"- run `{a.run}`: {code(a.signature)} {code(a.id)} x{a.findings}"
+            for a in judgement.ambient
+        ]
     if not results.get("complete", False):
         lines += ["", "> The bundle is **incomplete**: see *What was not run*."]
     return lines + [""]
@@ -270,6 +280,12 @@ def _not_run(
             by_reason[a.inconclusive_reason].append(f"{where} repeat {a.repeat}")
     for reason, where in by_reason.items():
         items.append(f"Inconclusive ({esc(reason)}): " + ", ".join(where))
+    if records.judgement is not None and records.judgement.broken:
+        items.append(
+            "Broken in every variant alike, fix and controls (not run; no target names or "
+            "shows in it, so the verdict stands on the other cases): "
+            + ", ".join(esc(b) for b in records.judgement.broken)
+        )
     # one line per node (a skip is usually the same in every variant): where, then why
     skipped: dict[tuple[str, str], list[str]] = defaultdict(list)
     for a in records.attempts:

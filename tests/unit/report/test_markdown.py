@@ -224,3 +224,30 @@ def test_top_frames_carry_file_and_line_and_a_use_after_free_its_free_site(
     assert re.search(r"`sum \(\w+\.c:\d+\)`", frames), frames
     # the free site, its allocator frame skipped
     assert "freed at `release (pool.c:17)`" in frames
+
+
+STARTUP = {
+    "checker": "asan",
+    "kind": "api-error",
+    "code": "CUDA_ERROR_INVALID_VALUE",
+    "frames": [{"function": "cuGetProcAddress_v2"}],
+    "host_frames": [
+        {"function": "cuGetProcAddress_v2", "module": "libcuda.so.1"},
+        {"function": "c10::cuda::DriverAPI::get()", "module": "libc10_cuda.so"},
+    ],
+}
+
+
+def test_ambient_signatures_and_broken_cases_are_listed_as_such(cprog_bundles, tmp_path) -> None:
+    def environment(results: dict[str, Any]) -> None:
+        for a in results["attempts"]:
+            if a["run"] == "memcheck" and a["parse"]:
+                a["parse"]["findings"].append(dict(STARTUP))
+        results["judgement"]["broken"] = ["memcheck/other: pytest: ImportError in conftest"]
+
+    text = render(edited(cprog_bundles["pass"], tmp_path, environment))
+    row = next(line for line in text.splitlines() if "cuGetProcAddress_v2" in line and "|" in line)
+    assert "(ambient)" in row
+    assert "sum` (ambient)" not in text  # the control's own finding is not the environment's
+    not_run = text.split("### What was not run", 1)[1]
+    assert "Broken in every variant alike" in not_run and "memcheck/other" in not_run
