@@ -13,7 +13,8 @@ raises:
 
 A frame is a library's when its function is in a known namespace (CUB, Thrust, CUTLASS,
 libcu++, PyTorch's ATen/c10/torch, pybind11, the C++ standard library, cuBLAS), its
-module is a known runtime (libcuda, libcudart, libtorch*, libc10*, libcublas*, python)
+module is a known runtime (libcuda, libcudart, libtorch*, libc10*, libcublas*, python,
+cuda-python's bindings)
 or it is the CUDA API call an API error names. A Python frame is the subject's only when
 `Subject.files` names its file: pytest's and torch's Python frames call the subject, they
 are not it. Each entry is (compiled pattern, the library's name); add entries here.
@@ -55,6 +56,13 @@ MODULE_LIBRARY: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(^|/)(python[\d.]*|libpython[\d.]*\.so.*)$"), "CPython"),
     (re.compile(r"(^|/)(libc|libm|libpthread|libdl|libstdc\+\+|libgcc_s)\.so"), "C runtime"),
     (re.compile(r"(^|/)torch/"), "PyTorch"),
+    # cuda-python's bindings, loaded by torch's and pytest's plugins at start-up:
+    # "in cydriver.cpython-312-x86_64-linux-gnu.so", "in driver.cpython-312-...so"
+    (
+        re.compile(r"(^|/)(cy)?(driver|runtime|nvrtc|nvvm|nvjitlink|nvml)(_ptds)?\.cpython-"),
+        "cuda-python",
+    ),
+    (re.compile(r"(^|/)(cupy|numba|triton)[/_]"), "Python GPU library"),
 )
 
 
