@@ -236,10 +236,14 @@ def test_no_tests_is_an_error(tmp_path: Path, suite: Path, built: Build) -> None
 
 def test_command_cases_run_in_the_built_tree(tmp_path: Path, suite: Path, built: Build) -> None:
     ctx = context(tmp_path, suite)
+    before = sorted(p.name for p in built.workdir.iterdir())
     ok = execute.execute(Job("v", "plain", "ok", 0), built, ctx)
     bad = execute.execute(Job("v", "plain", "bad", 0), built, ctx)
     assert (ok.outcome, bad.outcome) == (Outcome.PASSED, Outcome.FAILED)
-    assert ok.launches[0].cwd == str(built.workdir) and ok.nodes[0].nodeid == "ok"
+    # in a copy of the built tree of its own, removed after it: the entry stays as built
+    own = ctx.scratch.parent / "attempts" / "v" / "plain" / "ok" / "r0"
+    assert ok.launches[0].cwd == str(own) and ok.nodes[0].nodeid == "ok"
+    assert not own.exists() and sorted(p.name for p in built.workdir.iterdir()) == before
     assert "ran" in (tmp_path / "bundle" / ok.log).read_text()
 
 

@@ -110,8 +110,13 @@ def test_a_gate_that_cannot_be_written_says_so_with_its_decision(
     cprog_bundles: dict[str, Path], tmp_path: Path
 ) -> None:
     (tmp_path / "file").write_text("x")
-    with pytest.raises(pipeline.NotWritten) as caught:
+    # an --out under a file is a usage error, found before any judging (exit 2, not 3)
+    with pytest.raises(CsorchError, match="is under .*, a file"):
         judge_again(cprog_bundles["pass"], out=tmp_path / "file" / "gate")
+    # one that fails only when written (gate.json is a directory) keeps the decision
+    (tmp_path / "gate" / "gate.json").mkdir(parents=True)
+    with pytest.raises(pipeline.NotWritten) as caught:
+        judge_again(cprog_bundles["pass"], out=tmp_path / "gate")
     assert caught.value.result.verdict is Verdict.PASS and not caught.value.ran
 
 

@@ -1,0 +1,91 @@
+"""Helpers of the hostile suite: experiment configs written into a temp dir, csorch and
+git run as child processes the way a user runs them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def experiment(
+    place: Path,
+    *,
+    name: str = "exp",
+    source: str = "subject",
+    cases: str = "[{name: sum, command: [./pick]}]",
+    outputs: str = "[pick]",
+    repeats: int = 1,
+    runs: str = "[{name: plain, checker: none}, {name: memcheck, checker: memcheck}]",
+    expect: bool = True,
+) -> Path:
+    """An experiment config in `place`: the fixed and unfixed C subject, like c-oob.yaml."""
+    text = f"""\
+name: {name}
+source: {source}
+repeats: {repeats}
+variants:
+  - name: fixed
+    patches: [fix.patch]
+    build: {{kind: command, command: [make], outputs: {outputs}}}
+  - name: control
+    build: {{kind: command, command: [make], outputs: {outputs}}}
+runs: {runs}
+cases: {cases}
+timeout: 1m
+"""
+    if expect:
+        text += """\
+expect:
+  controls: [control]
+  fix: fixed
+  target: {checker: asan, kind: heap-buffer-overflow, access: read, function: sum}
+"""
+    path = place / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def start(place: Path, *args: str | os.PathLike[str], **kwargs) -> subprocess.Popen:
+    """`python -m orchestrator ARGS` in `place`, not waited for."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *map(str, args)],
+        cwd=place,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        **kwargs,
+    )
+
+
+def csorch(place: Path, *args: str | os.PathLike[str], timeout: float = 240):
+    """`python -m orchestrator ARGS` in `place`, to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *map(str, args)],
+        cwd=place,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )
+
+
+def said(done: subprocess.CompletedProcess) -> str:
+    return done.stdout + done.stderr
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
