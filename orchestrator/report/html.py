@@ -68,13 +68,19 @@ def chart(experiment: Experiment, attempts: Sequence[Attempt]) -> str:
     top = max(counts.values(), default=0) or 1
     bar, gap, height, left = 18, 28, 160, 48
     group_w = bar * len(columns)
-    width = left + len(cases) * (group_w + gap) + gap
+    bars_end = left + len(cases) * (group_w + gap) + gap // 2
+    labels = [f"{c.variant} / {c.label(experiment.run(c.run).checker)}" for c in columns]
+    # wide enough for the bars and for the longest legend line (about 7 px a character)
+    width = max(
+        left + len(cases) * (group_w + gap) + gap,
+        left + 24 + 7 * max(len(label) for label in labels),
+    )
     legend_y = height + 64
     total_h = legend_y + 20 * len(columns) + 8
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total_h}" '
         f'role="img" aria-label="findings per case and variant x run">',
-        f'<line x1="{left}" y1="{height + 10}" x2="{width - gap // 2}" y2="{height + 10}" '
+        f'<line x1="{left}" y1="{height + 10}" x2="{bars_end}" y2="{height + 10}" '
         'stroke="#59636e"/>',
         f'<text x="{left - 6}" y="{18}" text-anchor="end" font-size="11">{top}</text>',
         f'<text x="{left - 6}" y="{height + 10}" text-anchor="end" font-size="11">0</text>',
@@ -98,13 +104,12 @@ def chart(experiment: Experiment, attempts: Sequence[Attempt]) -> str:
             f'<text x="{x0 + group_w / 2}" y="{height + 28}" text-anchor="middle" '
             f'font-size="12">{_e(case)}</text>'
         )
-    for i, col in enumerate(columns):
+    for i, label in enumerate(labels):
         y = legend_y + 20 * i
-        label = col.label(experiment.run(col.run).checker)
         parts.append(
             f'<rect x="{left}" y="{y - 10}" width="12" height="12" '
             f'fill="{PALETTE[i % len(PALETTE)]}"/>'
-            f'<text x="{left + 18}" y="{y}" font-size="12">{_e(col.variant)} / {_e(label)}</text>'
+            f'<text x="{left + 18}" y="{y}" font-size="12">{_e(label)}</text>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
