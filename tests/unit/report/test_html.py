@@ -8,6 +8,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator import bundle
 from orchestrator.report import html
 from unit.report.test_markdown import edited
@@ -73,3 +75,44 @@ def test_what_the_bundle_says_is_escaped(cprog_bundles, tmp_path) -> None:
     text, doc = page(edited(cprog_bundles["pass"], tmp_path, hostile))
     assert not doc.named("script") and not doc.named("img")
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
+
+
+CHECK = Path(__file__).resolve().parents[3] / "tools" / "html_check.py"
+
+
+def check(page: Path, shot: Path, path: str | None = None):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **({"PATH": path} if path is not None else {})}
+    return subprocess.run(
+        [sys.executable, str(CHECK), str(page), str(shot)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.process
+def test_make_html_check_in_a_real_browser(cprog_bundles, tmp_path) -> None:
+    import shutil
+
+    if not any(shutil.which(b) for b in ("chromium", "chromium-browser")):
+        pytest.skip("no chromium here (Debian: apt-get install chromium)")
+    good = tmp_path / "good.html"
+    good.write_text(html.render(*bundle.read(cprog_bundles["fail"])))
+    done = check(good, tmp_path / "good.png")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checked" in done.stdout and (tmp_path / "good.png").read_bytes()[:4] == b"\x89PNG"
+    # a page without its chart (as a page that fetched it from elsewhere would be) fails
+    broken = tmp_path / "broken.html"
+    broken.write_text(re.sub(r"<svg.*?</svg>", "", good.read_text(), flags=re.S))
+    done = check(broken, tmp_path / "broken.png")
+    assert done.returncode == 1 and "lacks: the chart" in done.stdout
+
+
+@pytest.mark.process
+def test_html_check_skips_with_a_message_without_chromium(tmp_path) -> None:
+    page = tmp_path / "p.html"
+    page.write_text("<!DOCTYPE html>")
+    done = check(page, tmp_path / "p.png", path=str(tmp_path))  # no browser on this PATH
+    assert done.returncode == 0 and done.stdout.startswith("skipped: no chromium on PATH")
