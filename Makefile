@@ -12,7 +12,7 @@ EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
 .PHONY: help setup slurm-deps validate test fuzz bench bench-qext bench-orchestrator \
-	bench-parser bench-flood lint clean test-fast
+	bench-parser bench-flood lint clean test-fast html-check
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-qext / bench-orchestrator / bench-parser   one of the three"
 	@echo "make bench-flood  ASan report floods, printed vs folded (CPU machine; ~10 minutes)"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
+	@echo "make html-check the HTML report checked in headless chromium, with a screenshot"
 	@echo "make lint       ruff, if installed"
 	@echo "make slurm-deps Debian's Slurm and munge for the real-Slurm tests (as root; quick when present)"
 
@@ -89,6 +90,24 @@ bench-parser: setup
 # not part of `bench`: the ASan qext builds and the printed flood take minutes on a CPU
 bench-flood: setup
 	$(PY) bench/bench_flood.py --json results/bench-flood.json
+
+# the HTML report (csorch report -f html) opened in a real headless browser (Debian's
+# chromium, no network), its DOM checked and a trimmed screenshot taken; skips with a
+# message where chromium is absent. HTML_BUNDLE: the bundle to show (default: the C
+# subject's no-fix experiment under ASan, made in seconds). Run after `make setup`.
+HTML_BUNDLE ?=
+HTML_OUT ?= results/html-check
+html-check:
+	@mkdir -p $(HTML_OUT)
+	@if [ -z "$(HTML_BUNDLE)" ]; then \
+		rm -rf $(HTML_OUT)/bundle; \
+		$(PY) -m orchestrator run tests/fixtures/e2e/c-oob-nofix.yaml --backend asan \
+			--out $(HTML_OUT)/bundle > $(HTML_OUT)/run.log 2>&1; \
+		test $$? -le 1 || { cat $(HTML_OUT)/run.log; exit 1; }; \
+	fi
+	$(PY) -m orchestrator report $(or $(HTML_BUNDLE),$(HTML_OUT)/bundle) -f html \
+		-o $(HTML_OUT)/report.html
+	$(PY) tools/html_check.py $(HTML_OUT)/report.html $(HTML_OUT)/report.png
 
 lint: setup
 	$(PY) -m ruff check orchestrator ext/qext tests bench

@@ -5,6 +5,7 @@ write."""
 from __future__ import annotations
 
 import enum
+import os
 import platform
 import sys
 from pathlib import Path
@@ -111,6 +112,38 @@ def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
         soft_wrap=True,
     )
     return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
+#: GitHub Actions names the job summary's file in this variable (Markdown, appended to)
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+#: what GitHub shows of one step's summary; past it the upload is refused
+STEP_SUMMARY_LIMIT = 1024 * 1024
+
+
+def step_summary(markdown: str, where: Path) -> None:
+    """Append a verb's Markdown section to the workflow job's summary when csorch runs
+    under GitHub Actions ($GITHUB_STEP_SUMMARY set). Cut to GitHub's limit, with a note
+    saying where the whole report is; a summary that cannot be written is a warning (the
+    verdict and the bundle do not depend on it)."""
+    path = os.environ.get(STEP_SUMMARY)
+    if not path:
+        return
+    text = markdown.rstrip("\n") + "\n\n"
+    data = text.encode("utf-8")
+    if len(data) > STEP_SUMMARY_LIMIT:
+        note = f"\n\n_(cut to GitHub's summary limit: the whole report is in {where})_\n\n"
+        keep = STEP_SUMMARY_LIMIT - len(note.encode("utf-8"))
+        text = data[:keep].decode("utf-8", errors="ignore") + note
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        err.print(
+            f"warning: ${STEP_SUMMARY} ({path}): {exc.strerror or exc}; the job summary "
+            "was not written",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def interrupt(signum: int, frame: object) -> None:

@@ -25,6 +25,7 @@ from orchestrator.cli.common import (
     fail,
     interrupted,
     out,
+    step_summary,
 )
 from orchestrator.cli.progress import run_one, table_of, together
 from orchestrator.errors import CsorchError
@@ -129,6 +130,9 @@ def gate_command(
     if done.out is not None:
         where = f"gate: {done.out / manifest.GATE}; report: {done.out / manifest.REPORT}"
         out.print(where, highlight=False)
+        summary = done.out / manifest.REPORT
+        if summary.is_file():
+            step_summary(summary.read_text(encoding="utf-8"), summary)
     raise typer.Exit(VERDICT_EXIT[done.result.verdict])
 
 

@@ -114,7 +114,7 @@ def report_command(
         ),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | json")
+        str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | html | json")
     ] = "table",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write the report here, not to stdout")
@@ -136,8 +136,9 @@ def report_command(
     ] = None,
 ) -> None:
     """Render a results bundle as a table, Markdown (a PR's validation section), JUnit
-    XML, SARIF 2.1.0 or its results.json. Suppressed findings are always shown as such;
-    with --policy, so are the findings a gate's unexpired allowances tolerate."""
+    XML, SARIF 2.1.0, one self-contained HTML page or its results.json. Suppressed
+    findings are always shown as such; with --policy, so are the findings a gate's
+    unexpired allowances tolerate."""
     if fmt not in FORMATS:
         raise fail(
             CsorchError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))

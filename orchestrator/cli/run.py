@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator import bundle, report
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -19,6 +20,7 @@ from orchestrator.cli.common import (
     app,
     fail,
     out,
+    step_summary,
 )
 from orchestrator.cli.progress import run_one
 from orchestrator.config.experiment import load_experiment, only_cases
@@ -138,4 +140,5 @@ def run_command(
             soft_wrap=True,
         )
         out.print(proposal.target_block(found).rstrip(), highlight=False, markup=False)
+    step_summary(report.render("markdown", *bundle.read(result.bundle)), result.bundle)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

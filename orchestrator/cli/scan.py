@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator import bundle, report
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -18,6 +19,7 @@ from orchestrator.cli.common import (
     app,
     fail,
     out,
+    step_summary,
 )
 from orchestrator.cli.progress import run_one
 from orchestrator.config.schema import DURATION_RE, PRESETS, UNITS
@@ -118,4 +120,5 @@ def scan_command(
         judge=scan.verdict,
     )
     result = run_one(experiment, opts, facts)
+    step_summary(report.render("markdown", *bundle.read(result.bundle)), result.bundle)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

@@ -1,5 +1,5 @@
 """Renderers of a run's records: the terminal table (`table`, Rich renderables), and the
-text formats of a stored bundle (Markdown, JUnit, SARIF, JSON) through `render`.
+text formats of a stored bundle (Markdown, JUnit, SARIF, HTML, JSON) through `render`.
 Rich is imported only here and in the CLI.
 """
 
@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from orchestrator.report import junit, markdown, sarif
+from orchestrator.report import html, junit, markdown, sarif
 
 
 def _json(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
@@ -23,6 +23,7 @@ FORMATS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], str]] = {
     "markdown": markdown.render,
     "junit": junit.render,
     "sarif": sarif.render,
+    "html": html.render,
     "json": _json,
 }
 

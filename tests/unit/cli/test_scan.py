@@ -18,11 +18,12 @@ ROOT = Path(__file__).resolve().parents[3]
 CPROG = ROOT / "tests" / "fixtures" / "e2e" / "cprog"
 
 
-def csorch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def csorch(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args],
         cwd=cwd, capture_output=True, text=True, timeout=240,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        env={**clean, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
     )  # fmt: skip
 
 
@@ -33,10 +34,12 @@ def gcc() -> None:
 
 
 def test_scan_of_the_c_program_finds_its_overflow(tmp_path: Path, gcc) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("## an earlier step\n")
     done = csorch(
         "scan", "--backend", "asan", "--source", str(CPROG), "--build", "make",
         "--out", "b", "--cache-dir", "cache", "--", "./pick",
-        cwd=tmp_path,
+        cwd=tmp_path, GITHUB_STEP_SUMMARY=str(summary),
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "heap-buffer-overflow read size 4 in sum" in done.stdout
@@ -46,6 +49,10 @@ def test_scan_of_the_c_program_finds_its_overflow(tmp_path: Path, gcc) -> None:
     assert [v["name"] for v in results["experiment"]["variants"]] == ["tree"]
     # the user's tree is scanned on a copy: no binary left in it
     assert not (CPROG / "pick").exists()
+    # under GitHub Actions the Markdown section is appended to the job summary
+    text = summary.read_text()
+    assert text.startswith("## an earlier step\n") and "scan-cprog" in text
+    assert "heap-buffer-overflow" in text
     report = csorch("report", "b", "--format", "sarif", cwd=tmp_path)
     assert report.returncode == 0 and '"ruleId": "asan.heap-buffer-overflow.' in report.stdout
 
@@ -56,9 +63,11 @@ def test_scan_of_a_clean_pytest_file_passes(tmp_path: Path) -> None:
     done = csorch(
         "scan", "--backend", "asan", "--source", "t", "--out", "b", "--cache-dir", "cache",
         "--", "pytest", "t/test_ok.py", "-q",
-        cwd=tmp_path,
+        cwd=tmp_path, GITHUB_STEP_SUMMARY=str(tmp_path / "t"),  # a directory: unwritable
     )  # fmt: skip
+    # a summary that cannot be written is a warning; the verdict stands
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning: $GITHUB_STEP_SUMMARY" in done.stderr
     assert "test_ok" in done.stdout and "verdict: PASS" in done.stdout
     assert json.loads((tmp_path / "b" / "results.json").read_text())["verdict"] == "pass"
 

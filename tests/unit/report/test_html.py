@@ -1,0 +1,118 @@
+"""report.html: the HTML page of real ASan bundles is self-contained (no script, nothing
+fetched), escapes what the bundle says, and shows the verdict, the table and the chart."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import bundle
+from orchestrator.report import html
+from unit.report.test_markdown import edited
+
+
+class Page(HTMLParser):
+    """Every start tag with its attributes, and the text, as a browser's parser sees it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data):  # type: ignore[no-untyped-def]
+        self.text.append(data)
+
+    def named(self, tag: str) -> list[dict[str, str]]:
+        return [a for t, a in self.tags if t == tag]
+
+
+def page(path: Path) -> tuple[str, Page]:
+    text = html.render(*bundle.read(path))
+    return text, Page(text)
+
+
+def test_self_contained_no_script_nothing_fetched(cprog_bundles) -> None:
+    for path in cprog_bundles.values():
+        text, doc = page(path)
+        assert text.startswith("<!DOCTYPE html>")
+        assert not doc.named("script") and not doc.named("link") and not doc.named("iframe")
+        assert not any(k.startswith("on") for _, attrs in doc.tags for k in attrs)
+        (csp,) = [m for m in doc.named("meta") if m.get("http-equiv")]
+        assert csp["content"] == html.CSP and "default-src 'none'" in csp["content"]
+        # the only URL is the SVG namespace, which is a name, not a fetch
+        assert set(re.findall(r"https?://[^\s\"'<>]+", text)) <= {"http://www.w3.org/2000/svg"}
+        assert not any("src" in attrs or "href" in attrs for _, attrs in doc.tags)
+
+
+def test_verdict_table_and_chart_of_the_fail_bundle(cprog_bundles) -> None:
+    text, doc = page(cprog_bundles["fail"])
+    words = " ".join(doc.text)
+    assert "FAIL" in words and "c-oob-nofix" in words
+    assert any("still shows" in t for t in doc.text)  # the judge's reason
+    cells = [t.strip() for t in doc.text if t.strip().startswith("passed")]
+    # plain runs: "passed"; memcheck (asan) runs: the one overflow in each variant
+    assert sorted(cells) == ["passed", "passed", "passed 1", "passed 1"]
+    (svg,) = doc.named("svg")
+    bars = doc.named("rect")
+    # one bar per case x checker column (fixed and control memcheck), plus the legend's two
+    assert len(bars) == 4 and svg["aria-label"].startswith("findings per case")
+    assert [b["height"] for b in bars[:2]] == ["156", "156"]  # both at the top: 1 of 1
+    assert "heap-buffer-overflow" in words and "1 finding(s)" in text
+
+
+def test_what_the_bundle_says_is_escaped(cprog_bundles, tmp_path) -> None:
+    def hostile(results: dict[str, Any]) -> None:
+        results["experiment"]["description"] = '<script>alert("x")</script><img src=x>'
+
+    text, doc = page(edited(cprog_bundles["pass"], tmp_path, hostile))
+    assert not doc.named("script") and not doc.named("img")
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
+
+
+CHECK = Path(__file__).resolve().parents[3] / "tools" / "html_check.py"
+
+
+def check(page: Path, shot: Path, path: str | None = None):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **({"PATH": path} if path is not None else {})}
+    return subprocess.run(
+        [sys.executable, str(CHECK), str(page), str(shot)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.process
+def test_make_html_check_in_a_real_browser(cprog_bundles, tmp_path) -> None:
+    import shutil
+
+    if not any(shutil.which(b) for b in ("chromium", "chromium-browser")):
+        pytest.skip("no chromium here (Debian: apt-get install chromium)")
+    good = tmp_path / "good.html"
+    good.write_text(html.render(*bundle.read(cprog_bundles["fail"])))
+    done = check(good, tmp_path / "good.png")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checked" in done.stdout and (tmp_path / "good.png").read_bytes()[:4] == b"\x89PNG"
+    # a page without its chart (as a page that fetched it from elsewhere would be) fails
+    broken = tmp_path / "broken.html"
+    broken.write_text(re.sub(r"<svg.*?</svg>", "", good.read_text(), flags=re.S))
+    done = check(broken, tmp_path / "broken.png")
+    assert done.returncode == 1 and "lacks: the chart" in done.stdout
+
+
+@pytest.mark.process
+def test_html_check_skips_with_a_message_without_chromium(tmp_path) -> None:
+    page = tmp_path / "p.html"
+    page.write_text("<!DOCTYPE html>")
+    done = check(page, tmp_path / "p.png", path=str(tmp_path))  # no browser on this PATH
+    assert done.returncode == 0 and done.stdout.startswith("skipped: no chromium on PATH")
