@@ -33,7 +33,7 @@ from orchestrator.cache import Cache, key
 from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, SourceTree, Variant
-from orchestrator.run import buildhelp
+from orchestrator.run import binaries, buildhelp
 
 LOG = "build.log"
 TAIL_LINES = 30
@@ -56,6 +56,7 @@ class Context:
     asan_runtime: Path | None = None
     timeout: float = DEFAULT_TIMEOUT
     cancel: threading.Event | None = None
+    device_code: bool = False  # compute-sanitizer: an extension's build must have GPU code
 
 
 def cache_key(variant: Variant, tree: SourceTree, ctx: Context) -> str:
@@ -343,6 +344,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                 _command(variant, tree.root, out, step, ctx) if kind is BuildKind.COMMAND else []
             )
             record = _record(variant, k, out, produced, time.monotonic() - start, tree, step, ctx)
+            binaries.require(out, record, variant, ctx.sanitizer, ctx.device_code, step.fail)
             entry = ctx.cache.publish(k, out, {"build": record.to_dict()})
             ctx.cache.hold(k)
             published = True
