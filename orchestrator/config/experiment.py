@@ -67,7 +67,9 @@ goes first on the cases' PYTHONPATH (qext's is `qext/build.py`). `wheel` runs
 directory with `pip install --no-deps --no-index --target P`. `command` runs its argv in
 the tree; command cases then run in the built tree. Sanitizer and `flags` reach the
 compilers through CFLAGS, CXXFLAGS and LDFLAGS (NVCC_APPEND_FLAGS for nvcc), and
-CSORCH_SANITIZE names the sanitizer ("address" or empty) for every kind.
+CSORCH_SANITIZE names the sanitizer ("address" or empty) for every kind, and CSORCH_VERBOSE=1
+asks a description to print its compiler command lines (qext's passes verbose=True to torch;
+`wheel` runs pip with -v), so that the build log shows how each file was compiled.
 """
 
 from __future__ import annotations

@@ -86,6 +86,8 @@ def _env(variant: Variant, ctx: Context) -> dict[str, str]:
         "LDFLAGS": _joined([os.environ.get("LDFLAGS")], ctx.flags.ldflags),
         "NVCC_APPEND_FLAGS": _joined([os.environ.get("NVCC_APPEND_FLAGS")], ctx.flags.cuda_cflags),
         "CSORCH_SANITIZE": ctx.sanitizer,
+        # a description's loader prints its compiler command lines (torch: verbose=True)
+        "CSORCH_VERBOSE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     env = {k: v for k, v in env.items() if v or k == "CSORCH_SANITIZE"}
@@ -179,6 +181,7 @@ def _wheel(variant: Variant, tree: Path, out: Path, step: _Step, ctx: Context) -
             "-m",
             "pip",
             "wheel",
+            "-v",  # the build backend's output: the compiler command lines, in the log
             str(tree),
             "--no-deps",
             "--no-build-isolation",

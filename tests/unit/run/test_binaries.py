@@ -156,4 +156,7 @@ def test_a_cpu_only_extension_under_compute_sanitizer_says_how_to_force_cuda(
     assert "no binary of this build has GPU device code (pkg/cpuonly" in message
     assert "torch.cuda.is_available()" in message and "FORCE_CUDA" in message
     # the same build for the ASan backend's plain check (no device code asked) is fine
+    # pip -v: the build log shows how each file was compiled
+    log = (tmp_path / "logs" / "v.log").read_text()
+    assert any("ext.c" in line and " -c " in line for line in log.splitlines()), log[-3000:]
     assert build.build(variant, _tree(root), _context(tmp_path)).ok
