@@ -141,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with_cuda = ok if a.cuda == "auto" else a.cuda == "yes"
     print(f"qext build: {'CUDA + CPU' if with_cuda else 'CPU only'} ({why})", flush=True)
-    lib = jit_build(a.build_dir, a.root, with_cuda, a.sanitize, a.verbose)
+    # CSORCH_VERBOSE=1 (csorch sets it): the compiler command lines go into the build log
+    verbose = a.verbose or os.environ.get("CSORCH_VERBOSE") == "1"
+    lib = jit_build(a.build_dir, a.root, with_cuda, a.sanitize, verbose)
     if a.inplace:
         print(f"qext build: {assemble_package(lib, a.root, a.root)}")
     if a.package_dir:

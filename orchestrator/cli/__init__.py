@@ -1,8 +1,8 @@
 """The csorch command line: the only package that prints (with Rich) and exits.
 
 One module a verb (run, scan, gate, compare, bisect, probe, report, verify, doctor, check,
-schema, and the hidden slurm-task), each registering its command on `app` when imported below;
-`common` holds what they share, `progress` what run, gate and compare show while an
+init, schema, and the hidden slurm-task), each registering its command on `app` when imported
+below; `common` holds what they share, `progress` what run, gate and compare show while an
 experiment runs. A verb turns its flags into a call of the library and prints; the work is below.
 
 Verbs map to pipelines of the stage modules; each verb returns one of `ExitCode`:
@@ -17,6 +17,7 @@ from orchestrator.cli import (  # noqa: F401 (each registers its verbs)
     compare,
     doctor,
     gate,
+    init,
     probe,
     report,
     run,

@@ -73,7 +73,9 @@ the wheel into a private directory with `pip install --no-deps --no-index --targ
 tree; command cases then run in the built tree, and pytest cases import from its
 `import_path` (nothing by default). Sanitizer and `flags` reach the compilers through
 CFLAGS, CXXFLAGS and LDFLAGS (NVCC_APPEND_FLAGS for nvcc), and CSORCH_SANITIZE names the
-sanitizer ("address" or empty) for every kind.
+sanitizer ("address" or empty) for every kind; CSORCH_VERBOSE=1 asks a description to print
+its compiler command lines (qext's passes verbose=True to torch; `wheel` and `pip` run pip
+with -v), so that the build log shows how each file was compiled.
 """
 
 from __future__ import annotations

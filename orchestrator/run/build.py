@@ -25,7 +25,7 @@ from orchestrator.cache import key
 from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, Distribution, SourceTree, Variant
-from orchestrator.run import environment
+from orchestrator.run import binaries, environment
 from orchestrator.run.builds import command, jit, pip, prebuilt
 from orchestrator.run.builds import step as steps
 from orchestrator.run.builds.step import Step
@@ -201,6 +201,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
             record = _record(
                 variant, k, out, produced, time.monotonic() - start, tree, step, ctx, release
             )
+            binaries.require(out, record, variant, ctx.sanitizer, ctx.device_code, step.fail)
             entry = ctx.cache.publish(k, out, {"build": record.to_dict()})
             ctx.cache.hold(k)
             published = True

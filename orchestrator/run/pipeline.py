@@ -162,6 +162,7 @@ class _Run:
             flags=checker.build_flags(),
             asan_runtime=runtime,
             cancel=self.cancel,
+            device_code=options.backend == "compute-sanitizer",
         )
         self.exec_ctx = execute.Context(
             experiment=experiment,

@@ -27,21 +27,32 @@ def _project(tree: Path, step: Step) -> None:
 
 def install_into(wheel: Path, out: Path, step: Step, ctx: Context, env: dict[str, str]) -> None:
     """Unpack one wheel into out/pkg, offline and without its dependencies."""
-    argv = [ctx.python, "-m", "pip", "install", *_ISOLATION, "--target", str(out / "pkg")]
+    argv = [ctx.python, "-m", "pip", "install", "-v", *_ISOLATION, "--target", str(out / "pkg")]
     step([*argv, str(wheel)], cwd=out, env=env)
 
 
 def install(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> None:
     _project(tree, step)
     env = compile_env(variant, ctx) | PIP_ENV
-    argv = [ctx.python, "-m", "pip", "install", *_ISOLATION, "--target", str(out / "pkg")]
+    argv = [ctx.python, "-m", "pip", "install", "-v", *_ISOLATION, "--target", str(out / "pkg")]
     step([*argv, str(tree)], cwd=tree, env=env)
 
 
 def wheel(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> None:
     _project(tree, step)
     env = compile_env(variant, ctx) | PIP_ENV
-    argv = [ctx.python, "-m", "pip", "wheel", str(tree), *_ISOLATION, "-w", str(out / "wheel")]
+    # -v: the build backend's output, the compiler command lines, in the log
+    argv = [
+        ctx.python,
+        "-m",
+        "pip",
+        "wheel",
+        "-v",
+        str(tree),
+        *_ISOLATION,
+        "-w",
+        str(out / "wheel"),
+    ]
     step(argv, cwd=tree, env=env)
     wheels = sorted((out / "wheel").glob("*.whl"))
     if len(wheels) != 1:

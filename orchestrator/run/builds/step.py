@@ -33,6 +33,7 @@ class Context:
     timeout: float = DEFAULT_TIMEOUT
     cancel: threading.Event | None = None
     environment: Environment = Environment()  # the project's test requirements
+    device_code: bool = False  # compute-sanitizer: an extension's build must have GPU code
 
 
 def _joined(*parts: object) -> str:
@@ -48,6 +49,8 @@ def compile_env(variant: Variant, ctx: Context) -> dict[str, str]:
         "LDFLAGS": _joined([os.environ.get("LDFLAGS")], ctx.flags.ldflags),
         "NVCC_APPEND_FLAGS": _joined([os.environ.get("NVCC_APPEND_FLAGS")], ctx.flags.cuda_cflags),
         "CSORCH_SANITIZE": ctx.sanitizer,
+        # a description's loader prints its compiler command lines (torch: verbose=True)
+        "CSORCH_VERBOSE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     env = {k: v for k, v in env.items() if v or k == "CSORCH_SANITIZE"}

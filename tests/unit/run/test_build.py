@@ -104,6 +104,7 @@ def test_a_command_build_is_published_and_never_rebuilt(subject: Path, tmp_path:
     env = json.loads((first.workdir / "flags.json").read_text())
     assert "-fsanitize=address" in env["CFLAGS"] and env["LDFLAGS"].endswith("-fsanitize=address")
     assert env["CSORCH_SANITIZE"] == "address"
+    assert env["CSORCH_VERBOSE"] == "1"  # descriptions print their compiler command lines
     again = build.build(command(tmp_path), tree_of(subject), ctx)
     assert (
         again.cached and again.cache_key == first.cache_key and again.artifacts == first.artifacts
