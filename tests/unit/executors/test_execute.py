@@ -376,20 +376,23 @@ def test_packages_lists_what_must_come_from_the_build(tmp_path: Path) -> None:
 
 
 FAKE_TOOL = """#!{python}
-# stands in for compute-sanitizer on a host without a GPU: prints the tool's records
-# around the real child it runs (argv after --tool T --print-limit N)
-import subprocess, sys
+# stands in for compute-sanitizer on a host without a GPU: writes the tool's records to
+# its --log-file (%p: its pid) around the real child it runs (argv after
+# --tool T --print-limit N --log-file F)
+import os, subprocess, sys
 args = sys.argv[1:]
-argv = args[args.index("--print-limit") + 2:]
-print("========= COMPUTE-SANITIZER", flush=True)
+at = args.index("--log-file")
+argv = args[at + 2:]
+log = open(args[at + 1].replace("%p", str(os.getpid())), "w")
+print("========= COMPUTE-SANITIZER", file=log, flush=True)
 code = subprocess.call(argv)
 print('========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on '
-      'CUDA API call to cudaFree.')
-print("=========")
+      'CUDA API call to cudaFree.', file=log)
+print("=========", file=log)
 print("========= Program hit cudaErrorMemoryAllocation (error 2) due to \\"out of memory\\" on "
-      "CUDA API call to cudaMalloc.")
-print("=========")
-print("========= ERROR SUMMARY: 2 errors", flush=True)
+      "CUDA API call to cudaMalloc.", file=log)
+print("=========", file=log)
+print("========= ERROR SUMMARY: 2 errors", file=log, flush=True)
 sys.exit(code)
 """
 
@@ -414,4 +417,3 @@ def test_a_runs_suppressions_mark_its_findings_and_drop_none(
         ("cudaErrorMemoryAllocation", ""),
     ]
     assert a.parse.summary_count == len(a.findings) == 2  # nothing was dropped
-
