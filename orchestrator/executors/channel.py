@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from orchestrator.executors import attempt_log
@@ -116,6 +116,32 @@ def read_cs(prefix: Path, parse: Parser) -> ParseResult:
             tool_errors=(f"no compute-sanitizer log {prefix.name}.<pid>.log: the tool did not run",)
         )
     return attempt_log.merge([parse(attempt_log.lines(path)) for path in logs.values()])
+
+
+def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
+    """compute-sanitizer's findings given the case whose test function launched them.
+
+    The tool's own file holds no case markers (they are the plugin's, on another channel),
+    but its host backtraces hold the Python frames (`Host Frame: test_replay in
+    test_rng.py:50`): a finding goes to the one node of the launch (`nodes`, as its
+    markers name them) whose function and file those frames name; where none or several
+    match (a test parametrized twice in one process), it stays outside any case."""
+    by_frame: dict[tuple[str, str], list[str]] = {}
+    for node in nodes:
+        path, _, name = node.partition("::")
+        function = name.split("::")[-1].split("[", 1)[0]
+        by_frame.setdefault((function, Path(path).name), []).append(node)
+    out = []
+    for f in parse.findings:
+        case = f.case
+        if not case:
+            for frame in f.host_frames:
+                match = by_frame.get((frame.function, Path(frame.file).name))
+                if match:
+                    case = match[0] if len(match) == 1 else ""
+                    break
+        out.append(f if case == f.case else dataclasses.replace(f, case=case))
+    return dataclasses.replace(parse, findings=tuple(out))
 
 
 def cs_pattern(prefix: Path) -> Path:

@@ -248,7 +248,11 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         log = ctx.root / rel
         report = reader.read(attempt_log.lines(markers))
         gpus.append(report.gpu)
-        parses.append(read(log))
+        parsed = read(log)
+        if ctx.backend != "asan" and run.checker is not Checker.NONE:
+            # the tool's file has no case markers: its Python frames name the case
+            parsed = channel_logs.attribute(parsed, report.began)
+        parses.append(parsed)
         kept = [_signalled(n, result.returncode) for n in report.nodes]
         if result.returncode < 0 and report.finished and not error:
             # its own end markers, then a signal: whatever it reported is not its whole story

@@ -117,3 +117,24 @@ def test_compute_sanitizer_is_given_a_per_process_log_file(tmp_path: Path) -> No
     at = w.argv.index("--log-file")
     assert w.argv[at + 1] == f"{prefix}.%p.log"
     assert w.argv[-3:] == ("python", "-m", "pytest")
+
+
+def test_compute_sanitizer_findings_are_attributed_by_their_python_frames(tmp_path: Path):
+    stream = H200 / "rng-owner-scope-memcheck-rng-64x96.log"
+    prefix = tmp_path / "r0.launch0.checker"
+    _own(stream, Path(f"{prefix}.5101.log"))
+    nodes = [
+        ln.split(" ", 1)[1].strip()
+        for ln in stream.read_text().splitlines()
+        if ln.startswith("[csorch-case-begin]")
+    ]
+    got = channel.attribute(channel.read_cs(prefix, parse_memcheck), nodes)
+    # what the stream's markers attributed them to, from the tool's own frames
+    with open(stream) as lines:
+        expected = [f.case for f in parse_memcheck(lines).findings]
+    assert [f.case for f in got.findings] == expected and set(expected) != {""}
+    # a function run twice in one process (two parameters) names no single case
+    twice = [*nodes, nodes[0].replace("[cuda-64x96]", "[cuda-8x8]")]
+    again = channel.attribute(channel.read_cs(prefix, parse_memcheck), twice)
+    first = nodes[0].split("::")[-1].split("[")[0]
+    assert all(f.case == "" for f in again.findings if first in (h.function for h in f.host_frames))
