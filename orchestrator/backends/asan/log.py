@@ -73,6 +73,9 @@ LOCATED_RE = re.compile(r"^0x[0-9a-fA-F]+ is located .+$")
 SUMMARY_RE = re.compile(r"^SUMMARY: AddressSanitizer: (?P<text>.+)$")
 # AddressSanitizer exit stats:    (atexit=1; may follow text that lacks a newline)
 EXIT_STATS_RE = re.compile(r"AddressSanitizer exit stats:")
+# ==4540==csorch-asan-exit: _exit(0)   (the fold shim's end record of a process that ended
+# with _exit, which skips the runtime's exit stats: dash, multiprocessing's workers)
+SHIM_EXIT_RE = re.compile(r"^==\d+==csorch-asan-exit: _exit\([0-9]{1,3}\)$")
 # ==4540==ABORTING
 ABORTING_RE = re.compile(r"^==\d+==ABORTING$")
 # ==123==ASan runtime does not come first in initial library list; you should either ...
@@ -221,7 +224,7 @@ def parse(lines: Iterable[str], *, exit_required: bool = True) -> ParseResult:
                 odd.append(f"unreadable fold line {text[:120]!r}")
             else:
                 folds.append(folded)
-        elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line):
+        elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line) or SHIM_EXIT_RE.match(text):
             close()  # the process ended after its reports: nothing more is coming
             ended = True
             halted = halted or bool(ABORTING_RE.match(text))

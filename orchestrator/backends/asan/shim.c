@@ -32,7 +32,11 @@
  * stderr are not that file. When CSORCH_ASAN_STARTED=S is set, each process that loads
  * this library (an exec'd program: a forked child does not run constructors) creates the
  * empty file S.<pid> at start: csorch then requires P.<pid> to end with the runtime's exit
- * stats, so that a process killed before its exit is never silently absent.
+ * stats, so that a process killed before its exit is never silently absent. A process
+ * that ends with _exit (dash does; so do multiprocessing's workers) runs no exit
+ * handlers, so no exit stats: this library's _exit and _Exit write its end record
+ * instead, "==<pid>==csorch-asan-exit: _exit(<status>)", through the runtime, then end
+ * the process as libc's would. Only a process that dies (a signal) leaves neither.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -153,6 +157,37 @@ static void write_line(const struct slot *s, uint64_t count) {
   *p++ = '\n';
   write_all(line, (size_t)(p - line));
 }
+
+void csorch_asan_fold_flush(void);
+
+static void write_exit(int status) {
+  char line[64], *p = line;
+  if (!report_known) {
+    report_line = (void (*)(const char *))dlsym(RTLD_DEFAULT, "__sanitizer_report_error_summary");
+    report_known = 1;
+  }
+  if (!report_line) return;
+  put(&p, "==");
+  put_number(&p, (uint64_t)getpid(), 10, 1);
+  put(&p, "==csorch-asan-exit: _exit(");
+  put_number(&p, (uint64_t)(status & 0xff), 10, 1);
+  put(&p, ")");
+  *p = 0;
+  report_line(line);
+}
+
+/* _exit and _Exit end a process without exit handlers: its folded counts and its end
+ * record are written here first (a forked child folds nothing; its record is written) */
+void _exit(int status) {
+  static void (*next)(int);
+  if (getpid() == loader) csorch_asan_fold_flush();
+  write_exit(status);
+  if (!next) next = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+  next(status);
+  __builtin_unreachable();
+}
+
+void _Exit(int status) { _exit(status); }
 
 /* S.<pid> for CSORCH_ASAN_STARTED=S: this process started under csorch's ASan */
 static void record_start(void) {

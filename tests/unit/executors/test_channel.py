@@ -4,12 +4,18 @@ launch leaves them (ASan's `PREFIX.<pid>` and start records, compute-sanitizer's
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
+
+from orchestrator.backends import Asan
 from orchestrator.backends.asan import log as asan_log
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.backends.compute_sanitizer.backend import ComputeSanitizer
+from orchestrator.errors import CheckerUnavailable
 from orchestrator.executors import channel
 from orchestrator.model import Checker
 
@@ -138,3 +144,24 @@ def test_compute_sanitizer_findings_are_attributed_by_their_python_frames(tmp_pa
     again = channel.attribute(channel.read_cs(prefix, parse_memcheck), twice)
     first = nodes[0].split("::")[-1].split("[")[0]
     assert all(f.case == "" for f in again.findings if first in (h.function for h in f.host_frames))
+
+
+@pytest.mark.process
+def test_a_shell_that_ends_with__exit_leaves_the_shims_end_record(tmp_path: Path) -> None:
+    """dash ends with _exit (no exit handlers, so no exit stats): the fold shim's _exit
+    writes the process's end record; without it every `sh -c` case was inconclusive."""
+    if shutil.which("sh") is None or shutil.which("gcc") is None:
+        pytest.skip("needs sh and gcc")
+    asan = Asan()
+    try:
+        asan.probe()
+    except CheckerUnavailable as exc:
+        pytest.skip(str(exc))
+    asan.build_fold(tmp_path / "fold")
+    prefix = tmp_path / "r0.launch0.checker"
+    wrapped = asan.wrap(["sh", "-c", "true; true"], checker=Checker.MEMCHECK, log_path=prefix)
+    subprocess.run(wrapped.argv, env={**os.environ, **dict(wrapped.env)}, check=True)
+    got = channel.read_asan(prefix, asan_log.parse)
+    assert got.conclusive, got.reason
+    assert any("csorch-asan-exit: _exit(0)" in p.read_text() for p in tmp_path.iterdir()
+               if p.is_file())  # fmt: skip
