@@ -36,6 +36,9 @@ ASAN_STARTED_RE = re.compile(r"^(?P<prefix>.+)\.started\.(?P<pid>[0-9]{1,9})$")
 # r0.launch1.cs.4540.log   (compute-sanitizer's `--log-file PREFIX.%p.log`)
 CS_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})\.log$")
 
+# csorch_case_3   (a Python host frame: the plugin's trampoline around the 4th case begun)
+CASE_FRAME_RE = re.compile(r"^csorch_case_(?P<index>[0-9]{1,6})$")
+
 AsanParser = Callable[..., ParseResult]
 Parser = Callable[[Iterable[str]], ParseResult]
 
@@ -125,7 +128,9 @@ def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
     but its host backtraces hold the Python frames (`Host Frame: test_replay in
     test_rng.py:50`): a finding goes to the one node of the launch (`nodes`, as its
     markers name them) whose function and file those frames name; where none or several
-    match (a test parametrized twice in one process), it stays outside any case."""
+    match (a test parametrized twice in one process), it stays outside any case. First,
+    though, a frame `csorch_case_<k>` (the plugin runs each test through one, with
+    `CSORCH_CASE_FRAMES`) names the k-th node the process began."""
     by_frame: dict[tuple[str, str], list[str]] = {}
     for node in nodes:
         path, _, name = node.partition("::")
@@ -134,7 +139,14 @@ def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
     out = []
     for f in parse.findings:
         case = f.case
-        if not case:
+        named = [
+            nodes[int(m["index"])]
+            for frame in f.host_frames
+            if (m := CASE_FRAME_RE.match(frame.function)) and int(m["index"]) < len(nodes)
+        ]
+        if not case and named:
+            case = named[0]
+        elif not case:
             for frame in f.host_frames:
                 match = by_frame.get((frame.function, Path(frame.file).name))
                 if match:

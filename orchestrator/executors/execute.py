@@ -235,6 +235,8 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         # the plugin's case markers go to a file of their own, not the case's output
         markers = stem.with_name(stem.name + ".markers")
         launch_env[reader.MARKERS_VAR] = str(markers)
+        if ctx.backend != "asan":  # the tool's file has no markers: frames name the case
+            launch_env["CSORCH_CASE_FRAMES"] = "1"
         if done:
             done_file = ctx.root / "logs" / (job.stem() + f".launch{k}.done")
             done_file.write_text("\n".join(done) + "\n")

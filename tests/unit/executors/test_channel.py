@@ -165,3 +165,18 @@ def test_a_shell_that_ends_with__exit_leaves_the_shims_end_record(tmp_path: Path
     assert got.conclusive, got.reason
     assert any("csorch-asan-exit: _exit(0)" in p.read_text() for p in tmp_path.iterdir()
                if p.is_file())  # fmt: skip
+
+
+def test_a_real_h200_log_file_names_its_case_by_the_plugins_frame(tmp_path: Path) -> None:
+    here = FIXTURES / "compute-sanitizer" / "h200-channels"
+    prefix = tmp_path / "r0.launch0.checker"
+    shutil.copy(here / "rng-unfused-memcheck.checker.log", f"{prefix}.3535.log")
+    markers = (here / "rng-unfused-memcheck.markers").read_text().splitlines()
+    nodes = [ln.split(" ", 1)[1] for ln in markers if ln.startswith("[csorch-case-begin]")]
+    assert len(nodes) == 9  # test_deterministic_replay is parametrized three times
+    got = channel.attribute(channel.read_cs(prefix, parse_memcheck), nodes)
+    assert got.conclusive and got.summary_count == 27648
+    assert {f.case for f in got.findings} == {
+        "tests/regression/test_rng_ownership.py::test_deterministic_replay[cuda-64x96]"
+    }
+    assert all(f.host_frames[-1].function == "csorch_case_0" for f in got.findings)
