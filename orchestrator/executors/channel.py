@@ -3,7 +3,8 @@ stdout or stderr.
 
 Under ASan a launch's processes write their reports to `P.<pid>` (`log_path=P`), and each
 process that starts under the fold shim leaves `P.started.<pid>`; under compute-sanitizer
-the tool writes `--log-file P.%p.log`. This module lists those files, parses each with the
+the tool writes `--log-file P.%p.log` (on the H200, `%p` is the tool's own pid: one file a
+launch, with every target process in it). This module lists those files, parses each with the
 backend's parser, checks that each process left its own end record, and merges the
 parses into the launch's one. What the subject prints reaches none of these files, so a
 report it prints is no finding and a stream it redirects hides none.
