@@ -28,8 +28,9 @@ __all__ = [
     "Wrapped",
 ]
 
-# Case boundaries written by the pytest plugin `orchestrator.markers.plugin` into the same
-# stream as the checker's output; findings between the two belong to that test.
+# Case boundaries written by the pytest plugin `orchestrator.markers.plugin`: into its own
+# markers file, and under ASan into the runtime's own per-process log (through the
+# runtime), where the findings between the two belong to that test.
 # (`.*\S|\s` then `\s*$`, not `.+?\s*$`: the lazy form is quadratic on a long run of
 # spaces inside a line, the greedy one linear; both drop the trailing whitespace)
 # [csorch-case-begin] tests/regression/test_rng_ownership.py::test_replay[cpu]
@@ -88,8 +89,10 @@ class Backend(Protocol):
     ) -> Wrapped:
         """`argv` under the checker. `env` is the attempt's environment delta, so that a
         backend can extend a variable (LD_PRELOAD) instead of replacing it. `log_path`:
-        where the checker writes its own log; None keeps its output in the command's
-        stream, interleaved with the case markers (how findings are attributed).
+        where the checker writes its own logs, one per process (ASan: the `log_path`
+        prefix; compute-sanitizer: a `--log-file` pattern with `%p`); csorch's executor
+        always passes one (`executors/channel.py`), so that the subject's output is never
+        parsed as the checker's. None keeps the checker's output in the command's stream.
         `preset` (a named set of options) and `target_processes` are the run's, for a
         backend that has them."""
         ...

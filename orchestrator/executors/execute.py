@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -35,9 +36,10 @@ from pathlib import Path
 
 import orchestrator
 from orchestrator import backends, proc
-from orchestrator.backends import Backend, NoChecker
+from orchestrator.backends import Asan, Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.executors import attempt_log
+from orchestrator.executors import channel as channel_logs
 from orchestrator.findings import suppressions
 from orchestrator.markers import reader
 from orchestrator.markers import timeout as case_timeout
@@ -53,7 +55,6 @@ from orchestrator.model import (
     Outcome,
     ParseResult,
     Run,
-    Suppression,
 )
 from orchestrator.model.job import Job
 from orchestrator.model.kinds import aggregate
@@ -119,6 +120,8 @@ def checker_for(run: Run, backend: str) -> Checker:
 
 
 Parser = Callable[[Iterable[str]], ParseResult]
+#: reads one launch's checker evidence: (its output log) -> the parse
+Reader = Callable[[Path], ParseResult]
 
 
 def _wrap(
@@ -127,37 +130,56 @@ def _wrap(
     run: Run,
     build: Build,
     ctx: Context,
-) -> tuple[list[str], dict[str, str], Parser]:
-    """(argv, environment, log parser) for the run's checker."""
+    channel: Path,
+) -> tuple[list[str], dict[str, str], Reader]:
+    """(argv, environment, reader of the evidence) for the run's checker. `channel`: the
+    prefix of the checker's own per-process logs for this launch (`executors.channel`);
+    the command's output log is never parsed for a checker's findings."""
     if run.checker is Checker.NONE:
         if build.sanitizer == "address":
-            runtime = backends.make(
-                "asan", asan_runtime=ctx.asan_runtime, asan_fold=ctx.asan_fold
-            ).wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
-            return argv, {**env, **dict(runtime.env)}, NoChecker().parse
-        return argv, env, NoChecker().parse
-    wrapped = ctx.checker.wrap(
-        argv,
-        checker=run.checker,
-        options=run.options,
-        env=env,
-        preset=run.preset,
-        target_processes=run.target_processes,
-    )
-    parse: Parser = (
-        ctx.checker.parse
-        if ctx.backend == "asan"
+            asan = (
+                ctx.checker
+                if isinstance(ctx.checker, Asan)
+                else backends.make("asan", asan_runtime=ctx.asan_runtime, asan_fold=ctx.asan_fold)
+            )
+            runtime = asan.wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
+            return argv, {**env, **dict(runtime.env)}, _plain
+        return argv, env, _plain
+    if ctx.backend == "asan":
+        wrapped = ctx.checker.wrap(
+            argv, checker=run.checker, options=run.options, env=env, log_path=channel
+        )
+
+        def read(log: Path) -> ParseResult:
+            return _suppress(channel_logs.read_asan(channel, ctx.checker.parse), run)
+
+    else:
+        wrapped = ctx.checker.wrap(
+            argv,
+            checker=run.checker,
+            options=run.options,
+            env=env,
+            log_path=channel_logs.cs_pattern(channel),
+            preset=run.preset,
+            target_processes=run.target_processes,
+        )
         # compute-sanitizer's parser is told which tool wrote the log
-        else functools.partial(ctx.checker.parse, checker=run.checker)  # type: ignore[call-arg]
-    )
-    if run.suppressions:
-        # csorch applies the run's suppressions itself: the tool would drop the records
-        parse = _suppressing(parse, run.suppressions)
-    return list(wrapped.argv), {**env, **dict(wrapped.env)}, parse
+        parse = functools.partial(ctx.checker.parse, checker=run.checker)  # type: ignore[call-arg]
+
+        def read(log: Path) -> ParseResult:
+            return _suppress(channel_logs.read_cs(channel, parse), run)
+
+    return list(wrapped.argv), {**env, **dict(wrapped.env)}, read
 
 
-def _suppressing(parse: Parser, records: Sequence[Suppression]) -> Parser:
-    return lambda lines: suppressions.mark(parse(lines), records)
+def _plain(log: Path) -> ParseResult:
+    # a run without a checker: its findings are not parsed, only its outcomes count
+    return NoChecker().parse(attempt_log.lines(log))
+
+
+def _suppress(parsed: ParseResult, run: Run) -> ParseResult:
+    # csorch applies the run's suppressions itself: the tool would drop the records
+    return suppressions.mark(parsed, run.suppressions) if run.suppressions else parsed
 
 
 def _launch(
@@ -237,7 +259,6 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         }
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
-    argv, env, parse = _wrap(argv, env, run, build, ctx)
     deadline = time.monotonic() + ctx.experiment.timeout_for(run)
     done: list[str] = []
     results: list[NodeResult] = []
@@ -247,7 +268,13 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     timed_out, error, status = False, "", None
     ctx.scratch.mkdir(parents=True, exist_ok=True)
     for k in range(MAX_LAUNCHES):
-        launch_env = dict(env)
+        stem = ctx.root / "logs" / (job.stem() + f".launch{k}")
+        launch_argv, launch_env, read = _wrap(argv, env, run, build, ctx, _channel(stem))
+        # the plugin's case markers go to a file of their own, not the case's output
+        markers = stem.with_name(stem.name + ".markers")
+        launch_env[reader.MARKERS_VAR] = str(markers)
+        if ctx.backend != "asan":  # the tool's file has no markers: frames name the case
+            launch_env["CSORCH_CASE_FRAMES"] = "1"
         if done:
             done_file = ctx.root / "logs" / (job.stem() + f".launch{k}.done")
             done_file.write_text("\n".join(done) + "\n")
@@ -256,13 +283,23 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
             timed_out = True
             break
         result, rel = _launch(
-            job, k, argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
+            job, k, launch_argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
         )
         log = ctx.root / rel
-        report = reader.read(attempt_log.lines(log))
+        report = reader.read(attempt_log.lines(markers))
         gpus.append(report.gpu)
-        parses.append(parse(attempt_log.lines(log)))
-        kept = list(report.nodes)
+        parsed = read(log)
+        if ctx.backend != "asan" and run.checker is not Checker.NONE:
+            # the tool's file has no case markers: its Python frames name the case
+            parsed = channel_logs.attribute(parsed, report.began)
+        parses.append(parsed)
+        kept = [_signalled(n, result.returncode) for n in report.nodes]
+        if result.returncode < 0 and report.finished and not error:
+            # its own end markers, then a signal: whatever it reported is not its whole story
+            error = (
+                f"pytest was killed by {signal_name(-result.returncode)} after its session "
+                "ended: its outcomes are not trusted"
+            )
         if report.context_lost:  # what ran after the context died proves nothing
             kept = kept[: report.began.index(report.context_lost) + 1]
         hung = limit is not None and not report.finished and _hung(kept, log)
@@ -298,11 +335,15 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
             # compute-sanitizer would fail it for never reaching CUDA)
             break
         if report.finished or not kept:
+            # pytest's own reason (a collection error) before the output's last line
+            cause = "; ".join(report.collect_errors) or attempt_log.last_words(log)
             if not results and not error:
                 why = PYTEST_BROKEN.get(status, f"exit status {result.returncode}")  # type: ignore[arg-type]
-                error = f"pytest ran no case ({why}): {attempt_log.last_words(log)}"
+                error = f"pytest ran no case ({why}): {cause}"
             elif status in (3, 4):
-                error = f"pytest {PYTEST_BROKEN[status]}: {attempt_log.last_words(log)}"
+                error = f"pytest {PYTEST_BROKEN[status]}: {cause}"
+            elif report.collect_errors and not error:
+                error = f"pytest could not collect: {cause}"
             break
     return _attempt(job, run, ctx, launches, results, parses, timed_out, error, gpus)
 
@@ -317,11 +358,37 @@ def _hung(kept: list[NodeResult], log: Path) -> bool:
     )
 
 
+def _channel(stem: Path) -> Path:
+    """The prefix of a launch's checker logs (`executors.channel`): beside its output log,
+    under a name the journal counts as the attempt's (`run.journal.attempt_logs`)."""
+    return stem.with_name(stem.name + ".checker")
+
+
+def signal_name(number: int) -> str:
+    """ "signal 9 (SIGKILL)" """
+    try:
+        return f"signal {number} ({signal.Signals(number).name})"
+    except ValueError:
+        return f"signal {number}"
+
+
+def _signalled(node: NodeResult, returncode: int | None) -> NodeResult:
+    """A node the process died in, with the signal that ended it named."""
+    if returncode is None or returncode >= 0 or node.outcome is not Outcome.ERROR:
+        return node
+    if node.detail == reader.DIED:
+        return dataclasses.replace(
+            node, detail=f"killed by {signal_name(-returncode)} during this case"
+        )
+    return node
+
+
 def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
     env = {**dict(run.env), "CSORCH_CHECKER": checker_for(run, ctx.backend).value}
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
-    argv, env, parse = _wrap(list(case.command), env, run, build, ctx)
+    stem = ctx.root / "logs" / (job.stem() + ".launch0")
+    argv, env, read = _wrap(list(case.command), env, run, build, ctx, _channel(stem))
     built = build.workdir or build.directory
     # each attempt dirties its own copy of the built tree, never the cache entry: a
     # scratch file one attempt leaves must not change the next one's outcome
@@ -342,8 +409,8 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         if rc == 0
         else Outcome.FAILED
     )
-    detail = "timed out" if result.timed_out else f"killed by signal {-rc}" if rc < 0 else ""
-    parsed = parse(attempt_log.lines(ctx.root / rel))
+    detail = "timed out" if result.timed_out else f"killed by {signal_name(-rc)}" if rc < 0 else ""
+    parsed = read(ctx.root / rel)
     # a command has no case markers: everything it reports is this case's
     parsed = dataclasses.replace(
         parsed,

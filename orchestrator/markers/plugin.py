@@ -1,10 +1,19 @@
-"""A pytest plugin that marks case boundaries in the checker's output.
+"""A pytest plugin that marks case boundaries and outcomes, on channels of its own.
 
 Loaded into each child pytest with ``-p orchestrator.markers.plugin`` (and ``-s``, so that
-checker output is not swallowed by pytest's capture). It writes one line to fd 2 before
-and after every test, and synchronizes the CUDA device at teardown so that errors of a
-case's kernels are reported before its end marker. Lines written by the checker between
-two markers belong to that case. `orchestrator.markers.reader` reads the markers back.
+checker output is not swallowed by pytest's capture). It writes one line before and
+after every test, and synchronizes the CUDA device at teardown so that errors of a
+case's kernels are reported before its end marker. `orchestrator.markers.reader` reads
+the markers back.
+
+Where the markers go: with ``CSORCH_MARKERS=FILE`` (csorch's executor sets it), to that
+file, opened once at start-up, and never to the case's stdout or stderr, so a test that
+prints csorch's markers forges nothing (without it, to fd 2, as captured fixtures and
+manual runs use). Under ASan the case boundaries are also written into the runtime's own
+log (its ``__sanitizer_report_error_summary`` prints a line where its reports go, the
+per-process ``log_path`` file), so that the reports between two of them belong to that
+case. Each failing case's marker carries pytest's own reason (the exception's last line),
+and a collection error its module and reason, for the attempt's record.
 
 Under ASan with csorch's report-fold shim preloaded (orchestrator/backends/asan/shim.py),
 it ends the shim's epoch at each case's start and end, so that the repeats the shim
@@ -23,8 +32,10 @@ in this process would fail for no reason of its own); csorch reruns the rest els
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -42,6 +53,14 @@ DEVICE = "[csorch-device]"
 _device_named = False
 CLOCK = "[csorch-clock]"
 _fold_flush = None  # the fold shim's csorch_asan_fold_flush, where it is preloaded
+_checker_line = None  # the ASan runtime's __sanitizer_report_error_summary, where loaded
+_markers_fd = 2  # the markers file (CSORCH_MARKERS), else stderr
+COLLECT_ERROR = "[csorch-collect-error]"
+#: set by csorch under compute-sanitizer: each test runs under a frame naming its case
+CASE_FRAMES_VAR = "CSORCH_CASE_FRAMES"
+CONTEXT_LOST = "[csorch-context-lost]"
+# a failure that means the CUDA context is gone (as markers.reader.LAUNCH_FAILURE_RE)
+_LOST_RE = re.compile(r"unspecified launch failure|an illegal memory access was encountered")
 
 
 def _process_start() -> float | None:
@@ -59,8 +78,9 @@ def _process_start() -> float | None:
 
 def _clock(event: str) -> None:
     # where an attempt's wall time goes (interpreter and checker start-up, collection,
-    # cases, teardown): the executor's launch start is the other end
-    _mark(CLOCK, event, f" {time.time():.3f}")
+    # cases, teardown): the executor's launch start is the other end. Timing, not evidence:
+    # to the output log (fd 2), where `markers.reader.phases` reads it
+    os.write(2, f"\n{CLOCK} {event} {time.time():.3f}\n".encode())
 
 
 def _flush_folds() -> None:
@@ -70,20 +90,34 @@ def _flush_folds() -> None:
 
 
 def pytest_configure(config):
-    global _fold_flush
+    global _fold_flush, _checker_line, _markers_fd
+    path = os.environ.get("CSORCH_MARKERS")
+    if path:
+        _markers_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     try:
         _fold_flush = ctypes.CDLL(None).csorch_asan_fold_flush
     except (OSError, AttributeError):  # no shim in this process: nothing to flush
         _fold_flush = None
+    try:
+        _checker_line = ctypes.CDLL(None).__sanitizer_report_error_summary
+        _checker_line.argtypes = [ctypes.c_char_p]
+    except (OSError, AttributeError):  # no ASan runtime in this process
+        _checker_line = None
     start = _process_start()
     if start is not None:
-        _mark(CLOCK, "process", f" {start:.3f}")
+        os.write(2, f"\n{CLOCK} process {start:.3f}\n".encode())
     _clock("configure")
 
 
 def _mark(kind: str, nodeid: str, extra: str = "") -> None:
     # os.write on the raw fd: unbuffered, so the order with the checker's writes holds.
-    os.write(2, f"\n{kind} {nodeid}{extra}\n".encode())
+    os.write(_markers_fd, f"\n{kind} {nodeid}{extra}\n".encode())
+
+
+def _mark_checker(kind: str, nodeid: str) -> None:
+    # a case boundary in the ASan runtime's own log, in order with its reports
+    if _checker_line is not None:
+        _checker_line(f"{kind} {nodeid}".encode(errors="replace"))
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -118,10 +152,42 @@ def pytest_collection_finish(session):
             pytest.exit(f"csorch: {message}", returncode=4)
 
 
+_begun = 0  # the cases this process has begun (the index of the next one's frame)
+
+
+def _case_frame(index: int, function):
+    """`function` called through a Python frame named `csorch_case_<index>`: under
+    compute-sanitizer, whose file holds no case markers, a host backtrace through it names
+    the case (`executors.channel.attribute`), parametrized or not."""
+    name = f"csorch_case_{index}"
+    source = (
+        f"def {name}(_csorch_call, *args, **kwargs):\n    return _csorch_call(*args, **kwargs)\n"
+    )
+    space: dict = {}
+    exec(compile(source, __file__, "exec"), space)  # noqa: S102 - a fixed two-line trampoline
+    trampoline = space[name]
+    return functools.wraps(function)(functools.partial(trampoline, function))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem):
+    if not os.environ.get(CASE_FRAMES_VAR):
+        return (yield)
+    original = pyfuncitem.obj
+    pyfuncitem.obj = _case_frame(_begun - 1, original)
+    try:
+        return (yield)
+    finally:
+        pyfuncitem.obj = original
+
+
 def pytest_runtest_logstart(nodeid, location):
+    global _begun
+    _begun += 1
     _clock("case-begin")
     _flush_folds()  # repeats from before this case (collection, an earlier teardown)
     _mark(BEGIN, nodeid)
+    _mark_checker(BEGIN, nodeid)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -161,17 +227,48 @@ def _name_device(torch) -> None:
     _mark(DEVICE, uuid or "unknown", f" pci={pci} index={index} name={props.name}")
 
 
+def _why(report) -> str:
+    """pytest's own reason for a failed report, on one line: the exception's message
+    (`reprcrash`), else the last `E` line, else the last line of its text."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = getattr(crash, "message", "") or ""
+    if not text:
+        lines = str(report.longrepr or "").splitlines()
+        errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+        text = errors[-1] if errors else next((ln for ln in reversed(lines) if ln.strip()), "")
+    return " ".join(text.split())[:300]
+
+
+def _outcome(report, outcome: str) -> None:
+    why = _why(report) if report.failed else ""
+    _mark(OUTCOME, report.nodeid, f" {outcome}" + (f" {REASON_SEP} {why}" if why else ""))
+    if report.failed and (m := _LOST_RE.search(str(report.longrepr or ""))):
+        # the case lost the CUDA context: the cases after it run in a fresh process
+        _mark(CONTEXT_LOST, report.nodeid, f" CUDA error: {m[0]}")
+
+
+REASON_SEP = "::reason::"
+
+
 def pytest_runtest_logreport(report):
     if report.when == "call":
-        _mark(OUTCOME, report.nodeid, f" {report.outcome}")
+        _outcome(report, report.outcome)
     elif report.outcome == "skipped" and report.when == "setup":
-        _mark(OUTCOME, report.nodeid, " skipped")
+        _outcome(report, "skipped")
     elif report.outcome == "failed":  # pytest counts a failing fixture as an error
-        _mark(OUTCOME, report.nodeid, " error")
+        _outcome(report, "error")
+
+
+def pytest_collectreport(report):
+    # a module that does not import (ModuleNotFoundError, a syntax error): its reason,
+    # which would otherwise reach csorch only as the last line of the output
+    if report.failed:
+        _mark(COLLECT_ERROR, report.nodeid or ".", f" {_why(report)}")
 
 
 def pytest_runtest_logfinish(nodeid, location):
     _flush_folds()  # this case's repeats, before its end marker
+    _mark_checker(END, nodeid)
     _mark(END, nodeid)
     _clock("case-end")
 

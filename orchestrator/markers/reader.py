@@ -23,9 +23,18 @@ END_RE = re.compile(r"^\[csorch-case-end\] (?P<node>.*\S|\s)\s*$")
 OUTCOME_RE = re.compile(
     r"^\[csorch-case-outcome\] (?P<node>.+) (?P<outcome>passed|failed|skipped|error)\s*$"
 )
+# the reason pytest gave for a failed case, after its outcome:
+# [csorch-case-outcome] tests/x.py::test_y failed ::reason:: AssertionError: planted
+REASON_SEP = " ::reason:: "
+# [csorch-collect-error] tests/test_x.py ModuleNotFoundError: No module named 'qext'
+COLLECT_ERROR_RE = re.compile(r"^\[csorch-collect-error\] (?P<node>\S+) ?(?P<message>.*)$")
 # [csorch-cuda-error] tests/x.py::test_y CUDA error: unspecified launch failure
 CUDA_ERROR_RE = re.compile(
     r"^\[csorch-cuda-error\] (?P<node>\S+(?:\[[^\]]*\])?)(?: (?P<message>.*))?$"
+)
+# [csorch-context-lost] tests/x.py::test_y CUDA error: unspecified launch failure
+CONTEXT_LOST_RE = re.compile(
+    r"^\[csorch-context-lost\] (?P<node>\S+(?:\[[^\]]*\])?)(?: (?P<message>.*))?$"
 )
 # [csorch-session-end] 1
 # (bounded digits: a corrupt marker is no marker, never a crash in int())
@@ -45,6 +54,11 @@ LAUNCH_FAILURE_RE = re.compile(
     r"unspecified launch failure|an illegal memory access was encountered"
 )
 
+#: where the plugin writes its markers: a file of their own, not the case's stdout/stderr
+MARKERS_VAR = "CSORCH_MARKERS"
+
+DIED = "the process died during this case"
+
 _RANK = {Outcome.SKIPPED: 0, Outcome.PASSED: 1, Outcome.FAILED: 2, Outcome.ERROR: 3}
 
 
@@ -58,6 +72,8 @@ class LaunchReport:
     import_error: str = ""
     collected: int | None = None  # the cases this process set out to run
     gpu: str = ""  # the GPU the process used (UUID), as the plugin saw it
+    #: pytest's reason for each module that did not collect: "tests/t.py: ModuleNotFoundError: ..."
+    collect_errors: tuple[str, ...] = ()
 
     @property
     def unrun(self) -> int | None:
@@ -92,6 +108,7 @@ def read(lines: Iterable[str]) -> LaunchReport:
     import_error = ""
     collected: int | None = None
     gpu = ""
+    collect_errors: list[str] = []
     for raw in lines:
         line = raw.rstrip("\r\n")
         if not line.startswith("[csorch-"):
@@ -105,17 +122,26 @@ def read(lines: Iterable[str]) -> LaunchReport:
         elif m := END_RE.match(line):
             ended.add(m["node"])
             current = ""
-        elif m := OUTCOME_RE.match(line):
+        elif line.startswith("[csorch-case-outcome] ") and (
+            m := OUTCOME_RE.match(line.split(REASON_SEP, 1)[0])
+        ):
             node, outcome = m["node"], Outcome(m["outcome"])
             order.setdefault(node)
             if _RANK[outcome] >= _RANK.get(outcomes.get(node, Outcome.SKIPPED), 0):
                 outcomes[node] = outcome
+                if REASON_SEP in line:  # pytest's own reason for the failure
+                    details[node] = line.split(REASON_SEP, 1)[1].strip()[:300]
         elif m := CUDA_ERROR_RE.match(line):
             node = m["node"]
             order.setdefault(node)  # its teardown ran, so it began (its marker was lost)
             lost = lost or node
             details[node] = "CUDA error at teardown: " + (m["message"] or "").strip()
             outcomes[node] = Outcome.ERROR
+        elif m := CONTEXT_LOST_RE.match(line):
+            node = m["node"]
+            order.setdefault(node)
+            lost = lost or node
+            details.setdefault(node, "CUDA context lost: " + (m["message"] or "").strip()[:200])
         elif m := SESSION_END_RE.match(line):
             status = int(m["status"])
         elif m := IMPORT_ERROR_RE.match(line):
@@ -124,15 +150,19 @@ def read(lines: Iterable[str]) -> LaunchReport:
             collected = int(m["count"])
         elif m := DEVICE_RE.match(line):
             gpu = gpu or m["uuid"]
+        elif m := COLLECT_ERROR_RE.match(line):
+            collect_errors.append(f"{m['node']}: {m['message'].strip()}"[:300])
     nodes = []
     for node in order:
         if node in outcomes and node in ended:
             outcome, detail = outcomes[node], details.get(node, "")
         else:
             outcome = Outcome.ERROR
-            detail = details.get(node, "the process died during this case")
+            detail = details.get(node, DIED)
         nodes.append(NodeResult(node, outcome, detail))
-    return LaunchReport(tuple(nodes), status, lost, import_error, collected, gpu)
+    return LaunchReport(
+        tuple(nodes), status, lost, import_error, collected, gpu, tuple(collect_errors)
+    )
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,9 @@ class _Run:
             if isinstance(checker, Asan)
             else None
         )
+        # libstdc++ after the ASan runtime where the interpreter does not load it: a C++
+        # throw aborts the process otherwise (backends/asan/backend.py)
+        cxx = checker.find_cxx(options.python) if isinstance(checker, Asan) else None
         self.bundle = Bundle(options.out)
         self.held: lock.Held | None = None
         self.journal: Journal | None = None
@@ -133,6 +136,7 @@ class _Run:
                 "version": host.compute_sanitizer if not asan else host.cc,
                 "path": host.compute_sanitizer_path if not asan else host.asan_runtime,
                 **({"fold_shim": str(fold), "fold_shim_sha256": file_digest(fold)} if fold else {}),
+                **({"cxx_runtime": str(cxx)} if cxx else {}),
             },
             host=host,  # torch's answer replaces it before the first write (settle)
             options={

@@ -184,9 +184,7 @@ def _points() -> list[tuple[str, float]]:
     return points + [("TERM", rng.random()), ("INT", rng.random())]
 
 
-@pytest.mark.parametrize(
-    "how,at", _points(), ids=[f"{h}-{a:.2f}" for h, a in _points()]
-)
+@pytest.mark.parametrize("how,at", _points(), ids=[f"{h}-{a:.2f}" for h, a in _points()])
 def test_kill_sweep_resume_equals_an_uninterrupted_run(
     tmp_path: Path, reference, how: str, at: float
 ) -> None:
@@ -221,9 +219,11 @@ def test_kill_sweep_resume_equals_an_uninterrupted_run(
     assert f"resuming: {kept} finished attempt(s) kept" in done.stderr + done.stdout
     assert rerun == 12 - kept
     # one line a point for docs/reliability.md (shown with -s)
-    print(f"\nPOINT {how} at={at:.3f} span={span:.1f}s exit={proc.returncode} "
-          f"finished_before_signal={ran_to_end} kept={kept} rerun={rerun} "
-          f"torn_lines={before.dropped}")
+    print(
+        f"\nPOINT {how} at={at:.3f} span={span:.1f}s exit={proc.returncode} "
+        f"finished_before_signal={ran_to_end} kept={kept} rerun={rerun} "
+        f"torn_lines={before.dropped}"
+    )
     assert verify.verify(out).ok
     assert differences(canonical(out, cache_dir), expected) == []
 
@@ -342,17 +342,29 @@ expect:
 """
 
 # Each wraps the planted defect's program, so the case is the target's: without the
-# fault the control would show the target and the verdict be PASS. `env -u LD_PRELOAD`
-# keeps the wrapper shell out of ASan (pick links the runtime itself), else the shell's
-# own exit-stats marker would follow pick's cut log.
+# fault the control would show the target and the verdict be PASS. The checker's evidence
+# is the runtime's own file per process (`log_path`), not the program's output, so a
+# pipe or a redirection of the output no longer damages it (tests/hostile/
+# test_channels.py): the faults act on that file, or on the options that name it.
 FAULTS = {
-    # the checker's report cut short, or nothing at all
-    "truncated-log": '[env, -u, LD_PRELOAD, sh, -c, "./pick 2>&1 | head -c 150"]',
-    "empty-log": '[env, -u, LD_PRELOAD, sh, -c, "./pick > /dev/null 2>&1"]',
+    # the checker's report cut short (its own file, after the program wrote it), or
+    # nothing at all (the runtime told to write nowhere csorch looks)
+    # (pick's file, cut after it exited; the shell's own is written at its exit, later)
+    "truncated-log": (
+        "[sh, -c, './pick; p=${ASAN_OPTIONS##*log_path=}; "
+        "for f in $p.[0-9]*; do head -c 150 $f > $f.cut; mv $f.cut $f; done']"
+    ),
+    "empty-log": '[env, -u, ASAN_OPTIONS, sh, -c, "./pick > /dev/null 2>&1"]',
     # ASan lives in the process it watches: the checker dies with it, mid-run
     "checker-crashes": '[sh, -c, "./pick; kill -KILL $$"]',
     "checker-hangs": '[sh, -c, "./pick; exec sleep 60"]',
     "child-killed": '[sh, -c, "echo $$ > PIDFILE; ./pick; exec sleep 60"]',
+}
+
+
+WHY = {
+    "truncated-log": "left no exit record",
+    "empty-log": "left no log",
 }
 
 
@@ -369,9 +381,7 @@ def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str
     command = FAULTS[fault].replace("PIDFILE", str(pidfile))
     config = tmp_path / "faulty.yaml"
     config.write_text(
-        FAULTY.format(
-            source=FIXTURES / "cprog", patch=FIXTURES / "fix-oob.patch", command=command
-        )
+        FAULTY.format(source=FIXTURES / "cprog", patch=FIXTURES / "fix-oob.patch", command=command)
     )
     killer = None
     if fault == "child-killed":
@@ -394,6 +404,9 @@ def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str
         killer.join()
     assert result.judgement.verdict is Verdict.INCONCLUSIVE, result.judgement.reasons
     assert any(not a.conclusive for a in result.attempts), result.attempts
+    if fault in WHY:  # inconclusive for the fault's own reason, not another one
+        reasons = [a.inconclusive_reason for a in result.attempts if not a.conclusive]
+        assert any(WHY[fault] in r for r in reasons), reasons
     assert verify.verify(result.bundle).ok
 
 
@@ -424,9 +437,7 @@ def _only_entry(cache_dir: Path, variant: str, out: Path) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["half-written", "torn-metadata", "binary-changed"])
-def test_a_damaged_cache_entry_is_rebuilt(
-    tmp_path: Path, facts: Facts, damage: str
-) -> None:
+def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path, facts: Facts, damage: str) -> None:
     def run(name: str) -> pipeline.RunResult:
         options = Options(
             backend="asan", out=tmp_path / name, cache=tmp_path / "cache",

@@ -5,7 +5,20 @@ runs preload the runtime (`gcc -print-file-name=libasan.so`), since a Python pro
 that loads an instrumented extension refuses to start otherwise, and set
 `ASAN_OPTIONS=detect_leaks=0:halt_on_error=0:suppress_equal_pcs=0:alloc_dealloc_mismatch=0:atexit=1`
 (and `verify_asan_link_order=0`, with the fold shim ahead of the runtime in LD_PRELOAD).
-Reports go to the command's stderr, so the parser reads the command's own log.
+
+The checker's own channel: a checker run (not a plain one) gives `wrap` a `log_path`
+prefix P and the runtime writes each process's reports to its own file, P.<pid>
+(`log_path=P`, inherited by children), never to the command's stdout or stderr, which
+csorch keeps for humans and never parses for findings. With the fold shim, each process
+that starts (exec) also creates P.started.<pid> (`CSORCH_ASAN_STARTED`), so that a process
+that leaves no exit record in its P.<pid> is seen, not missed (`executors/channel.py`).
+
+C++ exceptions: ASan intercepts `__cxa_throw` and calls the real one, which it finds at
+start-up; a Python that does not link libstdc++ has none then (an extension loads it
+later), so the first C++ throw aborts the process ("AddressSanitizer: CHECK failed:
+asan_interceptors.cpp:320 ..."). The C++ runtime the compiler links
+(`g++ -print-file-name=libstdc++.so.6`) is preloaded right after the sanitizer runtime
+where the interpreter does not load it itself (`needs_cxx_runtime`).
 
 compute-sanitizer's options do not apply, with one exception: a run that asks for
 memcheck's `--leak-check full` gets LeakSanitizer (`detect_leaks=1`), its stand-in. Its
@@ -58,6 +71,8 @@ PLAIN_OPTIONS = (
     "alloc_dealloc_mismatch=0",
 )
 REQUIRED_OPTIONS = ("atexit=1",)
+#: the fold shim creates `$CSORCH_ASAN_STARTED.<pid>` in each process it starts in
+STARTED_VAR = "CSORCH_ASAN_STARTED"
 #: what compute-sanitizer's `--leak-check full` turns on here
 LEAK_OPTIONS = ("detect_leaks=1",)
 
@@ -85,12 +100,41 @@ def find_runtime(compiler: str = "gcc") -> Path:
     return path.resolve()
 
 
+def find_cxx_runtime(compiler: str = "gcc") -> Path | None:
+    """The C++ runtime (libstdc++.so.6) the compiler links against, or None."""
+    try:
+        out = proc.capture([compiler, "-print-file-name=libstdc++.so.6"], timeout=60)
+    except ProcessStartError:
+        return None
+    path = Path(out.output.strip())
+    if out.returncode != 0 or not path.is_absolute() or not path.exists():
+        return None
+    return path.resolve()
+
+
+def needs_cxx_runtime(python: str) -> bool:
+    """Whether `python` starts without libstdc++ mapped (then a C++ throw under ASan
+    aborts unless it is preloaded); True when that cannot be told."""
+    probe = "print('libstdc++' in open('/proc/self/maps').read())"
+    try:
+        out = proc.capture([python, "-c", probe], timeout=60)
+    except ProcessStartError:
+        return True
+    return out.output.strip().splitlines()[-1:] != ["True"]
+
+
 def merge_options(
-    user: str = "", *, leaks: bool = False, plain: bool = False, fold: bool = False
+    user: str = "",
+    *,
+    leaks: bool = False,
+    plain: bool = False,
+    fold: bool = False,
+    log_path: Path | None = None,
 ) -> str:
     """ASAN_OPTIONS: csorch's defaults (a checker run's or a command case's, with leak
     detection when `leaks`; or a plain run's without the fold shim), then the user's, then
-    what csorch requires (and the shim, when `fold`). The last setting of an option wins."""
+    what csorch requires (and the shim, when `fold`; the per-process log files at
+    `log_path`). The last setting of an option wins."""
     defaults = PLAIN_OPTIONS if plain and not fold else DEFAULT_OPTIONS
     parts = [
         *defaults,
@@ -98,6 +142,7 @@ def merge_options(
         *(p for p in re.split(r"[:\s]+", user) if p),
         *REQUIRED_OPTIONS,
         *(asan_fold.OPTIONS if fold else ()),
+        *((f"log_path={log_path}",) if log_path is not None else ()),
     ]
     return ":".join(parts)
 
@@ -115,7 +160,8 @@ def wants_leak_check(options: Sequence[str]) -> bool:
 
 class Asan:
     """ASan with the runtime at `runtime` (found through `compiler` when None); with
-    `fold`, the report-fold shim (`asan.shim.build`) preloaded ahead of it."""
+    `fold`, the report-fold shim (`asan.shim.build`) preloaded ahead of it; with `cxx`,
+    the C++ runtime preloaded after it (see the module's docstring)."""
 
     name = NAME
     checkers = frozenset({Checker.MEMCHECK})
@@ -126,10 +172,19 @@ class Asan:
         *,
         compiler: str = "gcc",
         fold: Path | str | None = None,
+        cxx: Path | str | None = None,
     ) -> None:
         self.runtime = Path(runtime) if runtime is not None else None
         self.compiler = compiler
         self.fold = Path(fold) if fold is not None else None
+        self.cxx = Path(cxx) if cxx is not None else None
+
+    def find_cxx(self, python: str) -> Path | None:
+        """Preload the compiler's libstdc++ from now on where `python` does not load it
+        itself (the path, recorded in the bundle; None when not needed or not found)."""
+        if needs_cxx_runtime(python):
+            self.cxx = find_cxx_runtime(self.compiler)
+        return self.cxx
 
     def build_fold(self, directory: Path) -> Path:
         """Build (or find built) the fold shim under `directory`; later wraps preload it."""
@@ -162,15 +217,19 @@ class Asan:
         preset: str = "",
         target_processes: str = "",
     ) -> Wrapped:
-        """Preload the runtime (the fold shim first, if any) and set ASAN_OPTIONS.
-        `options` (compute-sanitizer's) do not apply, except `--leak-check full`, which
-        turns on LeakSanitizer; `log_path` is unused: reports go to stderr. `plain`: a run
-        without a checker whose instrumented build needs the runtime to load."""
+        """Preload the runtime (the fold shim first, if any; the C++ runtime after it) and
+        set ASAN_OPTIONS. `options` (compute-sanitizer's) do not apply, except
+        `--leak-check full`, which turns on LeakSanitizer. `log_path`: the prefix of the
+        per-process report files (None: reports go to stderr). `plain`: a run without a
+        checker whose instrumented build needs the runtime to load."""
         if checker not in self.checkers:
             raise ValueError(f"{NAME} stands in for memcheck only, not {checker.value}")
         env = env or {}
         shim = str(self.fold) if self.fold else ""
-        preload = " ".join(p for p in (shim, str(self._runtime()), env.get("LD_PRELOAD", "")) if p)
+        cxx = str(self.cxx) if self.cxx else ""
+        preload = " ".join(
+            p for p in (shim, str(self._runtime()), cxx, env.get("LD_PRELOAD", "")) if p
+        )
         delta = (
             (
                 "ASAN_OPTIONS",
@@ -179,14 +238,16 @@ class Asan:
                     leaks=wants_leak_check(options),
                     plain=plain,
                     fold=bool(shim),
+                    log_path=log_path,
                 ),
             ),
             ("LD_PRELOAD", preload),
+            *(((STARTED_VAR, f"{log_path}.started"),) if log_path is not None and shim else ()),
         )
-        return Wrapped(argv=tuple(argv), env=delta, log_path=None)
+        return Wrapped(argv=tuple(argv), env=delta, log_path=log_path)
 
-    def parse(self, lines: Iterable[str]) -> ParseResult:
-        return parse(lines)
+    def parse(self, lines: Iterable[str], *, exit_required: bool = True) -> ParseResult:
+        return parse(lines, exit_required=exit_required)
 
     def liveness(self, result: ParseResult) -> Liveness:
         if result.tool_errors:

@@ -73,13 +73,19 @@ LOCATED_RE = re.compile(r"^0x[0-9a-fA-F]+ is located .+$")
 SUMMARY_RE = re.compile(r"^SUMMARY: AddressSanitizer: (?P<text>.+)$")
 # AddressSanitizer exit stats:    (atexit=1; may follow text that lacks a newline)
 EXIT_STATS_RE = re.compile(r"AddressSanitizer exit stats:")
+# ==4540==csorch-asan-exit: _exit(0)   (the fold shim's end record of a process that ended
+# with _exit, which skips the runtime's exit stats: dash, multiprocessing's workers)
+SHIM_EXIT_RE = re.compile(r"^==\d+==csorch-asan-exit: _exit\([0-9]{1,3}\)$")
 # ==4540==ABORTING
 ABORTING_RE = re.compile(r"^==\d+==ABORTING$")
 # ==123==ASan runtime does not come first in initial library list; you should either ...
-# ==123==AddressSanitizer CHECK failed: ...
+# AddressSanitizer: CHECK failed: asan_interceptors.cpp:320 "((__interception::real___cxa_throw))
+#   != (0)" (0x0, 0x0) (tid=9986)     (a C++ throw with no libstdc++ loaded: the process aborts)
+# ==123==AddressSanitizer CHECK failed: ...    (older runtimes: with the pid, without the colon)
 RUNTIME_ERROR_RE = re.compile(
-    r"^==\d+==(?P<message>(?:ASan runtime does not come first|"
-    r"AddressSanitizer CHECK failed|Shadow memory range interleaves)"
+    r"^(?:==\d+==)?(?P<message>(?:ASan runtime does not come first|"
+    r"AddressSanitizer:? CHECK failed|Sanitizer:? CHECK failed|"
+    r"Shadow memory range interleaves)"
     r".*)$"
 )
 # ERROR: ld.so: object '/usr/lib/.../libasan.so' from LD_PRELOAD cannot be preloaded ...
@@ -127,8 +133,11 @@ class _Draft:
         )
 
 
-def parse(lines: Iterable[str]) -> ParseResult:
-    """Parse AddressSanitizer reports out of a process's combined output."""
+def parse(lines: Iterable[str], *, exit_required: bool = True) -> ParseResult:
+    """Parse AddressSanitizer reports out of one log: a process's own file (log_path), or
+    a process's combined output. `exit_required=False` for a forked child that never
+    exec'd (it may end with `_exit`, which skips the exit stats): its log is complete
+    when every report in it is whole (ends with its SUMMARY line)."""
     findings: list[Finding] = []
     keys: list[asan_fold.Key] = []  # findings[i]'s, for the fold shim's counts
     folds: list[asan_fold.Fold] = []
@@ -215,7 +224,7 @@ def parse(lines: Iterable[str]) -> ParseResult:
                 odd.append(f"unreadable fold line {text[:120]!r}")
             else:
                 folds.append(folded)
-        elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line):
+        elif ABORTING_RE.match(text) or EXIT_STATS_RE.search(line) or SHIM_EXIT_RE.match(text):
             close()  # the process ended after its reports: nothing more is coming
             ended = True
             halted = halted or bool(ABORTING_RE.match(text))
@@ -226,7 +235,8 @@ def parse(lines: Iterable[str]) -> ParseResult:
     close()
     # every report ends with its SUMMARY line: one without it was cut short, even when
     # another process writing to the same log (a wrapper shell) exited normally after it
-    ended = ended and summaries >= len(findings)
+    whole = summaries >= len(findings)
+    ended = (ended or not exit_required) and whole
     counted, unmatched = asan_fold.attach(findings, keys, folds)
     folded = sum(f.count for f in folds)  # the unmatched too: they make the count odd
     return ParseResult(

@@ -23,11 +23,24 @@
  * instrumented caller's pc and frame, so a printed report is the one it would have
  * printed without this library. Not folded: reports the runtime raises itself (its
  * interceptors: memcpy, strlen, ...; double free), which reach no entry point here.
- * No malloc and no stdio: write(2), getpid, getenv and dlsym only. A full table passes
- * reports on (printed, never lost), and so does a forked child (see `loader`).
+ * No malloc and no stdio: write(2), open(2), getpid, getenv and dlsym only. A full table
+ * passes reports on (printed, never lost), and so does a forked child (see `loader`).
+ *
+ * The checker's own channel: the lines above go through the runtime's
+ * __sanitizer_report_error_summary, so they land where its reports land (the per-process
+ * file of ASAN_OPTIONS=log_path=P, P.<pid>), in order with them; a subject's stdout and
+ * stderr are not that file. When CSORCH_ASAN_STARTED=S is set, each process that loads
+ * this library (an exec'd program: a forked child does not run constructors) creates the
+ * empty file S.<pid> at start: csorch then requires P.<pid> to end with the runtime's exit
+ * stats, so that a process killed before its exit is never silently absent. A process
+ * that ends with _exit (dash does; so do multiprocessing's workers) runs no exit
+ * handlers, so no exit stats: this library's _exit and _Exit write its end record
+ * instead, "==<pid>==csorch-asan-exit: _exit(<status>)", through the runtime, then end
+ * the process as libc's would. Only a process that dies (a signal) leaves neither.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -99,6 +112,9 @@ static void put_number(char **p, uint64_t v, unsigned base, int width) {
   while (n) *(*p)++ = digits[--n];
 }
 
+static void (*report_line)(const char *); /* the runtime's, found at the first line */
+static int report_known;
+
 static void write_all(const char *buf, size_t len) {
   while (len) {
     ssize_t n = write(2, buf, len);
@@ -129,11 +145,70 @@ static void write_line(const struct slot *s, uint64_t count) {
   put_number(&p, s->pc, 16, 1);
   put(&p, " shadow ");
   put_number(&p, s->shadow, 16, 2);
+  if (!report_known) {
+    report_line = (void (*)(const char *))dlsym(RTLD_DEFAULT, "__sanitizer_report_error_summary");
+    report_known = 1;
+  }
+  if (report_line) { /* the runtime adds the newline, in its log, after its reports */
+    *p = 0;
+    report_line(line);
+    return;
+  }
   *p++ = '\n';
   write_all(line, (size_t)(p - line));
 }
 
-__attribute__((constructor)) static void remember_loader(void) { loader = getpid(); }
+void csorch_asan_fold_flush(void);
+
+static void write_exit(int status) {
+  char line[64], *p = line;
+  if (!report_known) {
+    report_line = (void (*)(const char *))dlsym(RTLD_DEFAULT, "__sanitizer_report_error_summary");
+    report_known = 1;
+  }
+  if (!report_line) return;
+  put(&p, "==");
+  put_number(&p, (uint64_t)getpid(), 10, 1);
+  put(&p, "==csorch-asan-exit: _exit(");
+  put_number(&p, (uint64_t)(status & 0xff), 10, 1);
+  put(&p, ")");
+  *p = 0;
+  report_line(line);
+}
+
+/* _exit and _Exit end a process without exit handlers: its folded counts and its end
+ * record are written here first (a forked child folds nothing; its record is written) */
+void _exit(int status) {
+  static void (*next)(int);
+  if (getpid() == loader) csorch_asan_fold_flush();
+  write_exit(status);
+  if (!next) next = (void (*)(int))dlsym(RTLD_NEXT, "_exit");
+  next(status);
+  __builtin_unreachable();
+}
+
+void _Exit(int status) { _exit(status); }
+
+/* S.<pid> for CSORCH_ASAN_STARTED=S: this process started under csorch's ASan */
+static void record_start(void) {
+  const char *prefix = getenv("CSORCH_ASAN_STARTED");
+  char path[4096], *p = path;
+  size_t n = 0;
+  if (!prefix || !*prefix) return;
+  while (prefix[n]) n++;
+  if (n > sizeof path - 32) return;
+  put(&p, prefix);
+  put(&p, ".");
+  put_number(&p, (uint64_t)getpid(), 10, 1);
+  *p = 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) close(fd);
+}
+
+__attribute__((constructor)) static void remember_loader(void) {
+  loader = getpid();
+  record_start();
+}
 
 void csorch_asan_fold_flush(void) {
   if (getpid() != loader) return;

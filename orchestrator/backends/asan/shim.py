@@ -22,7 +22,9 @@ process and case (`Finding.count`). A count that matches no printed report, and 
 opened whose count never came (a case whose end flush did not run, a process ended
 without exit handlers), make the log's count inconclusive, never a silent undercount.
 A child the process forks folds nothing (multiprocessing's workers end with `_exit`, so
-their exit handlers never run): its reports are all printed, as without the shim.
+their exit handlers never run): its reports are all printed, as without the shim. The
+shim's own `_exit` flushes the loading process's counts and writes an end record
+(`==PID==csorch-asan-exit: _exit(N)`) for a process that skips its exit handlers.
 `CSORCH_ASAN_PRINT_LIMIT` in a run's env prints more of each key (0: every report,
 nothing folded).
 """

@@ -58,6 +58,8 @@ def host_frame(text: str) -> Frame:
 MAX_NATIVE_FRAMES = 12
 MAX_PYTHON_FRAMES = 8
 MAX_HOST_FUNCTION = 240  # characters of a host frame's function kept
+#: the plugin's per-case trampoline frame: "Host Frame: csorch_case_0 in plugin.py:2"
+CASE_FRAME_PREFIX = "csorch_case_"
 # python3.12 | libpython3.12.so.1.0   (the interpreter: every native frame past it is CPython)
 INTERPRETER_RE = re.compile(r"^(?:lib)?python[\d.]*(?:\.so[\d.]*)?$")
 
@@ -73,11 +75,23 @@ def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
             break
         native.append(f)
     python = []
+    after_test = False
     for f in (f for f in frames if f.is_python):
+        if after_test:
+            # csorch's plugin calls each test through a frame naming its case (the tool's
+            # own log has no case markers: executors/channel.attribute reads it)
+            if f.function.startswith(CASE_FRAME_PREFIX):
+                python.append(f)
+            break
         python.append(f)
         if f.function.startswith("test"):  # the pytest case; what follows is pytest
-            break
+            after_test = True
+    case_frame = None
+    if after_test and python[-1].function.startswith(CASE_FRAME_PREFIX):
+        case_frame = python.pop()
     kept = native[:MAX_NATIVE_FRAMES] + python[:MAX_PYTHON_FRAMES]
+    if case_frame is not None and len(python) <= MAX_PYTHON_FRAMES:
+        kept.append(case_frame)
     # pybind11's dispatcher lambdas spell out every argument type twice (2 KB a frame)
     return tuple(
         replace(f, function=f.function[: MAX_HOST_FUNCTION - 1] + "…")
@@ -96,6 +110,7 @@ class HostKeep:
     natives: int = 0  # native frames before the first Python or interpreter frame
     natives_closed: bool = False  # a Python or interpreter frame has been seen
     pythons: int = 0
+    after_test: bool = False  # the test function's frame was seen: only csorch's may follow
     done: bool = False  # trim_host keeps nothing after this point
 
     def parse(self, text: str) -> Frame | None:
@@ -106,10 +121,15 @@ class HostKeep:
         if ".py:" not in text and (self.natives_closed or self.natives >= MAX_NATIVE_FRAMES):
             return None
         frame = host_frame(text)
+        if frame.is_python and self.after_test:
+            self.done = True
+            return frame if frame.function.startswith(CASE_FRAME_PREFIX) else None
         if frame.is_python:
             self.natives_closed = True
             self.pythons += 1
-            if frame.function.startswith("test") or self.pythons >= MAX_PYTHON_FRAMES:
+            if frame.function.startswith("test"):
+                self.after_test = True
+            elif self.pythons >= MAX_PYTHON_FRAMES:
                 self.done = True
         elif INTERPRETER_RE.match(frame.module.rsplit("/", 1)[-1]):
             self.natives_closed = True

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import backends, proc
-from orchestrator.backends import ComputeSanitizer
+from orchestrator.backends import Asan, ComputeSanitizer
 from orchestrator.config.slurm import SlurmSettings, sbatch_argv
 from orchestrator.errors import CsorchError
 from orchestrator.executors import execute
@@ -137,6 +137,10 @@ class _Array:
             "scratch": str(ctx.scratch),
             "asan_runtime": str(ctx.asan_runtime) if ctx.asan_runtime else "",
             "asan_fold": str(ctx.asan_fold) if ctx.asan_fold else "",
+            # the C++ runtime preloaded after ASan's (a C++ throw aborts without it)
+            "asan_cxx": str(ctx.checker.cxx)
+            if isinstance(ctx.checker, Asan) and ctx.checker.cxx
+            else "",
         }
         _write_json(self.spool / "context.json", context)
         _write_json(self.spool / "build.json", self.built.to_dict())
@@ -356,6 +360,8 @@ def work(spool: Path, index: int, array: str, node: str) -> Path:
     checker = backends.make(
         backend, asan_runtime=runtime, asan_fold=fold, sanitizer=context["checker_path"]
     )
+    if isinstance(checker, Asan) and context.get("asan_cxx"):
+        checker.cxx = Path(context["asan_cxx"])
     ctx = execute.Context(
         experiment=Experiment.from_dict(context["experiment"]),
         backend=backend,

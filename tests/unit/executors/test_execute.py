@@ -5,6 +5,7 @@ by another copy of its package, command cases, and an ASan-wrapped run."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,9 @@ def test_outcomes_come_from_the_markers(tmp_path: Path, suite: Path, built: Buil
         "test_zlast": Outcome.PASSED,
     }
     assert a.outcome is Outcome.FAILED and a.checker is Checker.NONE
+    # pytest's own reason rides on the failing case's marker (issue 22 item 5)
+    failed = next(n for n in a.nodes if n.nodeid.endswith("test_fail"))
+    assert "AssertionError: planted" in failed.detail
     env = dict(a.env)
     assert env["PYTHONPATH"].startswith(str(built.import_path))
     assert env["CSORCH_PACKAGES"] == "subjmod"
@@ -365,6 +369,58 @@ def test_a_report_flood_halts_each_case_at_its_first_report(tmp_path: Path, buil
     assert sum(log.stat().st_size for log in logs) < 100_000  # not 3000 reports of ~9 KB
 
 
+def test_a_collection_error_is_the_attempts_reason(tmp_path: Path, built: Build) -> None:
+    """Issue 22 item 5: the reason was the output's last line (under ASan a statistics
+    line), not pytest's: the module that did not import and why."""
+    suite = tmp_path / "broken" / "test_broken.py"
+    suite.parent.mkdir()
+    suite.write_text("import no_such_module_for_csorch\n\ndef test_x():\n    pass\n")
+    a = execute.execute(Job("v", "plain", "suite", 0), built, context(tmp_path, suite))
+    assert not a.conclusive
+    assert "ModuleNotFoundError: No module named 'no_such_module_for_csorch'" in a.error
+    assert "test_broken.py" in a.error
+
+
+THROWING_SUITE = """\
+import ctypes, os
+
+def test_a_check_inside_raises():
+    # the library throws and catches a C++ exception, as a TORCH_CHECK in pytest.raises
+    assert ctypes.CDLL(os.environ["CSORCH_FIXTURE_LIB"]).checked(-1) == -1
+"""
+
+
+def test_a_cxx_throw_runs_under_asan_with_libstdcxx_preloaded(tmp_path: Path, built: Build):
+    """Issue 22 item 4: with only the ASan runtime preloaded into a Python that does not
+    link libstdc++, a C++ throw aborts the process in ASan's interceptor (the CHECK line
+    is the reason); with the C++ runtime preloaded after it, the case runs and passes."""
+    asan = _asan()
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++")
+    asan.build_fold(tmp_path / "fold")
+    lib = tmp_path / "libthrow.so"
+    src = Path(__file__).resolve().parents[2] / "fixtures" / "asan" / "src" / "throw.cpp"
+    cc = ["g++", *asan.build_flags().cflags, "-shared", "-fPIC", str(src), "-o", str(lib)]
+    subprocess.run(cc, check=True)
+    suite = tmp_path / "throwing" / "test_throwing.py"
+    suite.parent.mkdir()
+    suite.write_text(THROWING_SUITE)
+    env = (("CSORCH_FIXTURE_LIB", str(lib)),)
+    ctx = context(tmp_path, suite, env=env, checker=asan)
+    memcheck = Run("memcheck", Checker.MEMCHECK, env=env)
+    experiment = dataclasses.replace(ctx.experiment, runs=(*ctx.experiment.runs[:1], memcheck))
+    ctx = dataclasses.replace(ctx, experiment=experiment, asan_fold=asan.fold)
+    instrumented = dataclasses.replace(built, sanitizer="address")
+    bare = execute.execute(Job("v", "memcheck", "suite", 0), instrumented, ctx)
+    assert not bare.conclusive
+    assert "CHECK failed: asan_interceptors.cpp" in bare.inconclusive_reason
+    assert asan.find_cxx(sys.executable) is not None  # this Python does not link it
+    a = execute.execute(Job("v", "memcheck", "suite", 1), instrumented, ctx)
+    assert a.conclusive, a.inconclusive_reason
+    assert a.outcome is Outcome.PASSED and a.findings == ()
+    assert str(asan.cxx) in dict(a.env)["LD_PRELOAD"]
+
+
 def test_packages_lists_what_must_come_from_the_build(tmp_path: Path) -> None:
     for name in (
         "pkg/__init__.py",
@@ -380,20 +436,23 @@ def test_packages_lists_what_must_come_from_the_build(tmp_path: Path) -> None:
 
 
 FAKE_TOOL = """#!{python}
-# stands in for compute-sanitizer on a host without a GPU: prints the tool's records
-# around the real child it runs (argv after --tool T --print-limit N)
-import subprocess, sys
+# stands in for compute-sanitizer on a host without a GPU: writes the tool's records to
+# its --log-file (%p: its pid) around the real child it runs (argv after
+# --tool T --print-limit N --log-file F)
+import os, subprocess, sys
 args = sys.argv[1:]
-argv = args[args.index("--print-limit") + 2:]
-print("========= COMPUTE-SANITIZER", flush=True)
+at = args.index("--log-file")
+argv = args[at + 2:]
+log = open(args[at + 1].replace("%p", str(os.getpid())), "w")
+print("========= COMPUTE-SANITIZER", file=log, flush=True)
 code = subprocess.call(argv)
 print('========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on '
-      'CUDA API call to cudaFree.')
-print("=========")
+      'CUDA API call to cudaFree.', file=log)
+print("=========", file=log)
 print("========= Program hit cudaErrorMemoryAllocation (error 2) due to \\"out of memory\\" on "
-      "CUDA API call to cudaMalloc.")
-print("=========")
-print("========= ERROR SUMMARY: 2 errors", flush=True)
+      "CUDA API call to cudaMalloc.", file=log)
+print("=========", file=log)
+print("========= ERROR SUMMARY: 2 errors", file=log, flush=True)
 sys.exit(code)
 """
 
@@ -514,3 +573,5 @@ def test_the_project_s_environment_runs_the_cases(tmp_path: Path, built: Build) 
     assert (tmp_path / "ran-by").read_text().strip() == str(wrapper)
     path = dict(a.env)["PYTHONPATH"].split(":")
     assert path[:2] == [str(built.import_path), str(deps)]
+
+

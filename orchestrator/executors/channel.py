@@ -1,0 +1,162 @@
+"""The checker's own channel, read back: one log file per process, never the subject's
+stdout or stderr.
+
+Under ASan a launch's processes write their reports to `P.<pid>` (`log_path=P`), and each
+process that starts under the fold shim leaves `P.started.<pid>`; under compute-sanitizer
+the tool writes `--log-file P.%p.log` (on the H200, `%p` is the tool's own pid: one file a
+launch, with every target process in it). This module lists those files, parses each with the
+backend's parser, checks that each process left its own end record, and merges the
+parses into the launch's one. What the subject prints reaches none of these files, so a
+report it prints is no finding and a stream it redirects hides none.
+
+The rules (each breach makes the launch's parse inconclusive, with the process named):
+- ASan: every process that started (a `started` record) has its log, and its log ends
+  with the runtime's exit stats (or ABORTING); a forked child that never exec'd has no
+  start record and may end with `_exit`: its log counts when each report in it is whole;
+  every report in `P.<pid>` is process <pid>'s (a line naming another pid was not
+  written by that process's runtime);
+- compute-sanitizer: every log file ends with its ERROR SUMMARY (the backend's parser);
+- no file at all: the checker was not live in the launch.
+Reads files only; the processes that wrote them are `execute`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from orchestrator.executors import attempt_log
+from orchestrator.model import ParseResult
+
+# r0.launch1.asan.4540   (the runtime's `log_path=PREFIX` file of process 4540)
+ASAN_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})$")
+# r0.launch1.asan.started.4540   (the fold shim's start record of process 4540)
+ASAN_STARTED_RE = re.compile(r"^(?P<prefix>.+)\.started\.(?P<pid>[0-9]{1,9})$")
+# r0.launch1.cs.4540.log   (compute-sanitizer's `--log-file PREFIX.%p.log`)
+CS_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})\.log$")
+
+# csorch_case_3   (a Python host frame: the plugin's trampoline around the 4th case begun)
+CASE_FRAME_RE = re.compile(r"^csorch_case_(?P<index>[0-9]{1,6})$")
+
+AsanParser = Callable[..., ParseResult]
+Parser = Callable[[Iterable[str]], ParseResult]
+
+
+def _files(prefix: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
+    found: dict[int, Path] = {}
+    if not prefix.parent.is_dir():
+        return found
+    for path in prefix.parent.iterdir():
+        m = pattern.match(path.name)
+        if m and m["prefix"] == prefix.name and path.is_file():
+            found[int(m["pid"])] = path
+    return dict(sorted(found.items()))
+
+
+def _broken(parse: ParseResult, why: str) -> ParseResult:
+    """`parse` made inconclusive for `why` (a process without its end record)."""
+    return dataclasses.replace(
+        parse,
+        complete=False,
+        summary_count=None,
+        summary_lines=(),
+        tool_errors=(*parse.tool_errors, why),
+    )
+
+
+def read_asan(prefix: Path, parse: AsanParser) -> ParseResult:
+    """One launch's ASan channel (`prefix` = the `log_path` it ran with) as one parse."""
+    logs = {
+        pid: path
+        for pid, path in _files(prefix, ASAN_LOG_RE).items()
+        if not ASAN_STARTED_RE.match(path.name)
+    }
+    started = _files(Path(f"{prefix}.started"), ASAN_LOG_RE)
+    if not logs and not started:
+        return ParseResult(
+            tool_errors=(
+                f"no AddressSanitizer log {prefix.name}.<pid>: the runtime was not loaded "
+                "in the launched process (a program that clears LD_PRELOAD or "
+                "ASAN_OPTIONS?)",
+            ),
+        )
+    parses = []
+    for pid in sorted(set(logs) | set(started)):
+        if pid not in logs:
+            parses.append(
+                _broken(
+                    ParseResult(),
+                    f"process {pid} started under ASan and left no log "
+                    f"{prefix.name}.{pid} (killed before its exit?)",
+                )
+            )
+            continue
+        one = parse(attempt_log.lines(logs[pid]), exit_required=pid in started)
+        foreign = sorted({f.pid for f in one.findings if f.pid is not None and f.pid != pid})
+        if foreign:
+            one = _broken(
+                one,
+                f"{logs[pid].name} holds reports of process(es) {foreign}, not of {pid}: "
+                "not written by that process's runtime",
+            )
+        elif not one.complete and not one.tool_errors:
+            one = _broken(
+                one,
+                f"process {pid} left no exit record in {logs[pid].name} (killed by a signal "
+                "or ended without exit handlers)",
+            )
+        parses.append(one)
+    return attempt_log.merge(parses)
+
+
+def read_cs(prefix: Path, parse: Parser) -> ParseResult:
+    """One launch's compute-sanitizer channel (`--log-file PREFIX.%p.log`) as one parse:
+    complete only when every file is (each ends with its ERROR SUMMARY)."""
+    logs = _files(prefix, CS_LOG_RE)
+    if not logs:
+        return ParseResult(
+            tool_errors=(f"no compute-sanitizer log {prefix.name}.<pid>.log: the tool did not run",)
+        )
+    return attempt_log.merge([parse(attempt_log.lines(path)) for path in logs.values()])
+
+
+def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
+    """compute-sanitizer's findings given the case whose test function launched them.
+
+    The tool's own file holds no case markers (they are the plugin's, on another channel),
+    but its host backtraces hold the Python frames (`Host Frame: test_replay in
+    test_rng.py:50`): a finding goes to the one node of the launch (`nodes`, as its
+    markers name them) whose function and file those frames name; where none or several
+    match (a test parametrized twice in one process), it stays outside any case. First,
+    though, a frame `csorch_case_<k>` (the plugin runs each test through one, with
+    `CSORCH_CASE_FRAMES`) names the k-th node the process began."""
+    by_frame: dict[tuple[str, str], list[str]] = {}
+    for node in nodes:
+        path, _, name = node.partition("::")
+        function = name.split("::")[-1].split("[", 1)[0]
+        by_frame.setdefault((function, Path(path).name), []).append(node)
+    out = []
+    for f in parse.findings:
+        case = f.case
+        named = [
+            nodes[int(m["index"])]
+            for frame in f.host_frames
+            if (m := CASE_FRAME_RE.match(frame.function)) and int(m["index"]) < len(nodes)
+        ]
+        if not case and named:
+            case = named[0]
+        elif not case:
+            for frame in f.host_frames:
+                match = by_frame.get((frame.function, Path(frame.file).name))
+                if match:
+                    case = match[0] if len(match) == 1 else ""
+                    break
+        out.append(f if case == f.case else dataclasses.replace(f, case=case))
+    return dataclasses.replace(parse, findings=tuple(out))
+
+
+def cs_pattern(prefix: Path) -> Path:
+    """The `--log-file` argument whose files `read_cs(prefix, ...)` reads."""
+    return Path(f"{prefix}.%p.log")
