@@ -91,6 +91,7 @@ def run_command(
                     exc.hint += f", or continue that run: {journal.resume_command('run', out_dir)}"
                 raise
         experiment = only_cases(load_experiment(config), case or [])
+        options.check_repeat(experiment, repeat)
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)
         choice, facts = options.choose_backend(backend)

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import backends, bundle, cache, host, judge
-from orchestrator.bundle import verify
+from orchestrator.bundle import trust
+from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
-from orchestrator.files import atomic_write
-from orchestrator.gate import manifest
+from orchestrator.files import atomic_write, read_json
+from orchestrator.gate import manifest, signing
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
     GateResult,
@@ -75,6 +76,7 @@ class Request:
     out: Path | None = None
     resume: Path | None = None
     stored: tuple[Path, ...] = ()
+    sign: Path | None = None  # an SSH private key: sign the gate's manifest (gate/signing)
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,8 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     experiments = tuple(load_experiment(c) for c in listed)
     # each experiment's own executor: and slurm: block, the flags over them
     pairs = list(settings.slurm) if settings.slurm else None
+    for e in experiments:
+        options.check_repeat(e, settings.repeat)
     runners = tuple(executor_for(e, settings.executor, pairs) for e in experiments)
     for runner in runners:
         check_local_only(runner, settings.devices)
@@ -219,50 +223,77 @@ def bundles(paths: Sequence[Path]) -> list[Path]:
     return found
 
 
-def stored(path: Path) -> Judged:
-    """A bundle's records, judged again from its attempts (nothing runs); BundleError if
-    it cannot be read."""
-    results, _ = bundle.read(path)
-    try:
-        records = bundle.records(results)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        # of the right schema but damaged: the user's evidence, not a bug of csorch
-        raise BundleError(path, f"{bundle.RESULTS} cannot be read back: {exc!r}") from None
+def stored(path: Path, expect: Experiment | None = None) -> Judged:
+    """A bundle's records, judged again from its attempts (nothing runs) against `expect`
+    (the gate's experiment of that name) once `bundle.trust` has checked it; BundleError
+    if it cannot be read at all. Every reason not to trust it is a problem of the Judged
+    (the gate is then INCONCLUSIVE)."""
+    t = trust.load_trusted(path, expect)
+    if t.records is None:
+        raise BundleError(path, "; ".join(t.reasons) or f"{bundle.RESULTS} cannot be read back")
+    records = t.records
+    experiment = t.experiment if not t.reasons else records.experiment
+    assert experiment is not None
     failed = judge.failed_builds(records.builds)
-    problems = []
-    if not results.get("complete"):
-        why = "interrupted" if results.get("interrupted") else "it never finished"
-        problems.append(f"bundle {path} is incomplete ({why})")
-    checked = verify.verify(path)
-    if not checked.ok:  # evidence changed since the run: judge nothing from it
-        bad = [c for c in checked.checks if c.status in verify.FAILING]
-        first = bad[0]
-        problems.append(
-            f"bundle {path} does not verify ({len(bad)} problem(s)), first: {first.kind.value} "
-            f"{first.path} {first.status.value}" + (f": {first.detail}" if first.detail else "")
-        )
     return Judged(
-        records.experiment,
+        experiment,
         records.attempts,
-        judge.causality(records.experiment, records.attempts, failed),
+        judge.causality(experiment, records.attempts, failed),
         str(path),
-        tuple(problems),
+        t.reasons,
     )
 
 
 def judge_stored(plan: Plan, paths: Sequence[Path]) -> tuple[list[Judged], list[str], list[str]]:
     """(judged, missing, broken): the stored bundles judged again, the plan's experiments
-    none of them holds, and why each unreadable bundle could not be judged."""
+    none of them holds, and why each unreadable bundle could not be judged. A bundle of an
+    experiment the gate does not hold is broken: nothing of it is judged silently."""
     judged: list[Judged] = []
     broken: list[str] = []
+    by_name = {e.name: e for e in plan.experiments}
     for path in bundles(paths):
         try:
-            judged.append(stored(path))
+            found = stored(path, _expected(path, by_name))
         except BundleError as exc:  # a truncated results.json: judge nothing from it
             broken.append(f"bundle {path} cannot be read: {exc.message}")
+            continue
+        if found.experiment.name not in by_name:
+            broken.append(
+                f"bundle {path} is of experiment {found.experiment.name!r}, which this gate "
+                f"does not hold ({', '.join(by_name)})"
+            )
+            continue
+        judged.append(found)
     seen = {j.experiment.name for j in judged}
     missing = [e.name for e in plan.experiments if e.name not in seen] if not broken else []
     return judged, missing, broken
+
+
+def _expected(path: Path, by_name: dict[str, Experiment]) -> Experiment | None:
+    """The gate's experiment the bundle at `path` claims to be (None: none of them)."""
+    try:
+        name = read_json(path / bundle.RESULTS)["experiment"]["name"]
+    except (CsorchError, KeyError, TypeError):
+        return None
+    return by_name.get(name) if isinstance(name, str) else None
+
+
+def checked(judged: Sequence[Judged], plan: Plan, repeat: int | None) -> list[Judged]:
+    """The bundles a gate just wrote (run or resumed), read back through `bundle.trust`
+    against the gate's experiments (with `--repeat`): what the gate judges is what its
+    directory proves."""
+    by_name = {e.name: pipeline.with_repeats(e, repeat) for e in plan.experiments}
+    out = []
+    for j in judged:
+        if not j.bundle:
+            out.append(j)
+            continue
+        try:
+            reasons = trust.load_trusted(Path(j.bundle), by_name.get(j.experiment.name)).reasons
+        except BundleError as exc:
+            reasons = (exc.message,)
+        out.append(dataclasses.replace(j, problems=(*j.problems, *reasons)))
+    return out
 
 
 def fresh(path: Path) -> bool:
@@ -380,15 +411,26 @@ def _options(
     return made
 
 
-def finish(out: Path, result: GateResult, judged: Sequence[Judged], report: str) -> None:
+def finish(
+    out: Path,
+    result: GateResult,
+    judged: Sequence[Judged],
+    report: str,
+    sign: Path | None = None,
+) -> None:
     """Write gate.json and report.md, then the manifest over them and every bundle
-    judged (OSError if they cannot be written)."""
+    judged, signed with the SSH key `sign` when given (OSError if they cannot be
+    written; CsorchError if the key cannot sign)."""
     doc = {"schema": GATE_SCHEMA, **result.to_dict()}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / manifest.GATE, json.dumps(doc, indent=1))
     atomic_write(out / manifest.REPORT, report)
     # last: the manifest covers gate.json, report.md and each bundle judged
     manifest.write_manifest(out, [Path(j.bundle) for j in judged if j.bundle])
+    if sign is not None:
+        signing.sign(out, sign)
+    else:  # a signature from before is over another manifest
+        (out / SIGNATURE).unlink(missing_ok=True)
 
 
 def run(
@@ -411,6 +453,8 @@ def run(
     elif not request.configs:
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
     settings = request.settings
+    if request.sign is not None and not request.sign.is_file():
+        raise CsorchError(f"--sign {request.sign}: no such key file", hint="an SSH private key")
     plan = load(request.configs, settings)
     runs: list[pipeline.RunResult] = []
     out = request.out
@@ -443,13 +487,14 @@ def run(
             judged = [_judged(r) for r in runs]
         else:
             judged = run_experiments(plan, settings, choice, facts, out, devices, resuming, run_one)
+        judged = checked(judged, plan, settings.repeat)
         missing, broken, ran = [], [], True
     result = decide(plan.policy, judged, missing, broken)
     if out is not None:
         live = [a for a in plan.policy.allow if not a.expired(today or datetime.date.today())]
         text = (render or plain)(result, judged, live)
         try:
-            finish(out, result, judged, text)
+            finish(out, result, judged, text, request.sign)
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
     return GateRun(result, tuple(judged), plan, out, tuple(runs))

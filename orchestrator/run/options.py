@@ -14,6 +14,7 @@ from pathlib import Path
 from orchestrator import backends, cache, host
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
+from orchestrator.model import Experiment
 from orchestrator.model.job import Fanout
 from orchestrator.run.plan import parse_devices
 
@@ -42,6 +43,19 @@ class Options:
     stop: threading.Event | None = None
     # shared by several pipelines at once (a gate's experiments): the jobs they all hold
     slots: threading.Semaphore | None = None
+
+
+def check_repeat(experiment: Experiment, repeat: int | None) -> None:
+    """CsorchError when `--repeat N` is below the experiment's `min_hits` (k of N): loading
+    refuses a config whose k exceeds its N, and the flag must not lower k silently."""
+    k = experiment.expect.min_hits if experiment.expect is not None else None
+    if repeat is not None and k is not None and repeat < k:
+        where = f" ({experiment.config})" if experiment.config else ""
+        raise CsorchError(
+            f"--repeat {repeat} is below min_hits {k} of experiment "
+            f"'{experiment.name}'{where}: no control could reach k of N",
+            hint=f"give --repeat {k} or more, or lower expect.min_hits in the config",
+        )
 
 
 def default_jobs() -> int:
