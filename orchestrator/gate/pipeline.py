@@ -250,6 +250,7 @@ def judge_stored(plan: Plan, paths: Sequence[Path]) -> tuple[list[Judged], list[
     experiment the gate does not hold is broken: nothing of it is judged silently."""
     judged: list[Judged] = []
     broken: list[str] = []
+    foreign: list[str] = []  # bundles of experiments the gate does not hold
     by_name = {e.name: e for e in plan.experiments}
     for path in bundles(paths):
         try:
@@ -258,15 +259,15 @@ def judge_stored(plan: Plan, paths: Sequence[Path]) -> tuple[list[Judged], list[
             broken.append(f"bundle {path} cannot be read: {exc.message}")
             continue
         if found.experiment.name not in by_name:
-            broken.append(
+            foreign.append(
                 f"bundle {path} is of experiment {found.experiment.name!r}, which this gate "
-                f"does not hold ({', '.join(by_name)})"
+                f"does not hold ({', '.join(by_name)}): not judged"
             )
             continue
         judged.append(found)
     seen = {j.experiment.name for j in judged}
     missing = [e.name for e in plan.experiments if e.name not in seen] if not broken else []
-    return judged, missing, broken
+    return judged, missing, broken + foreign
 
 
 def _expected(path: Path, by_name: dict[str, Experiment]) -> Experiment | None:
