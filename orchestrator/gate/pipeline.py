@@ -19,15 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import backends, bundle, cache, host, judge
-from orchestrator.bundle import trust
+from orchestrator import backends, cache, host
 from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.config.experiment import load_experiment
-from orchestrator.errors import BundleError, CsorchError
+from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
-from orchestrator.files import atomic_write, read_json
-from orchestrator.gate import manifest, signing
+from orchestrator.files import atomic_write
+from orchestrator.gate import manifest, signing, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
     GateResult,
@@ -205,98 +204,6 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     return Plan(policy, experiments, runners)
 
 
-def bundles(paths: Sequence[Path]) -> list[Path]:
-    """Experiment bundles: each path is one, or a gate's directory holding several."""
-    found = []
-    for p in paths:
-        if (p / bundle.RESULTS).exists():
-            found.append(p)
-        elif p.is_dir() and (
-            subs := sorted(d for d in p.iterdir() if (d / bundle.RESULTS).exists())
-        ):
-            found += subs
-        else:
-            raise CsorchError(
-                f"{p} is not a results bundle (no {bundle.RESULTS}) nor a gate's directory",
-                hint="give what `csorch run --out` or `csorch gate --out` wrote",
-            )
-    return found
-
-
-def stored(path: Path, expect: Experiment | None = None) -> Judged:
-    """A bundle's records, judged again from its attempts (nothing runs) against `expect`
-    (the gate's experiment of that name) once `bundle.trust` has checked it; BundleError
-    if it cannot be read at all. Every reason not to trust it is a problem of the Judged
-    (the gate is then INCONCLUSIVE)."""
-    t = trust.load_trusted(path, expect)
-    if t.records is None:
-        raise BundleError(path, "; ".join(t.reasons) or f"{bundle.RESULTS} cannot be read back")
-    records = t.records
-    experiment = t.experiment if not t.reasons else records.experiment
-    assert experiment is not None
-    failed = judge.failed_builds(records.builds)
-    return Judged(
-        experiment,
-        records.attempts,
-        judge.causality(experiment, records.attempts, failed),
-        str(path),
-        t.reasons,
-    )
-
-
-def judge_stored(plan: Plan, paths: Sequence[Path]) -> tuple[list[Judged], list[str], list[str]]:
-    """(judged, missing, broken): the stored bundles judged again, the plan's experiments
-    none of them holds, and why each unreadable bundle could not be judged. A bundle of an
-    experiment the gate does not hold is broken: nothing of it is judged silently."""
-    judged: list[Judged] = []
-    broken: list[str] = []
-    foreign: list[str] = []  # bundles of experiments the gate does not hold
-    by_name = {e.name: e for e in plan.experiments}
-    for path in bundles(paths):
-        try:
-            found = stored(path, _expected(path, by_name))
-        except BundleError as exc:  # a truncated results.json: judge nothing from it
-            broken.append(f"bundle {path} cannot be read: {exc.message}")
-            continue
-        if found.experiment.name not in by_name:
-            foreign.append(
-                f"bundle {path} is of experiment {found.experiment.name!r}, which this gate "
-                f"does not hold ({', '.join(by_name)}): not judged"
-            )
-            continue
-        judged.append(found)
-    seen = {j.experiment.name for j in judged}
-    missing = [e.name for e in plan.experiments if e.name not in seen] if not broken else []
-    return judged, missing, broken + foreign
-
-
-def _expected(path: Path, by_name: dict[str, Experiment]) -> Experiment | None:
-    """The gate's experiment the bundle at `path` claims to be (None: none of them)."""
-    try:
-        name = read_json(path / bundle.RESULTS)["experiment"]["name"]
-    except (CsorchError, KeyError, TypeError):
-        return None
-    return by_name.get(name) if isinstance(name, str) else None
-
-
-def checked(judged: Sequence[Judged], plan: Plan, repeat: int | None) -> list[Judged]:
-    """The bundles a gate just wrote (run or resumed), read back through `bundle.trust`
-    against the gate's experiments (with `--repeat`): what the gate judges is what its
-    directory proves."""
-    by_name = {e.name: pipeline.with_repeats(e, repeat) for e in plan.experiments}
-    out = []
-    for j in judged:
-        if not j.bundle:
-            out.append(j)
-            continue
-        try:
-            reasons = trust.load_trusted(Path(j.bundle), by_name.get(j.experiment.name)).reasons
-        except BundleError as exc:
-            reasons = (exc.message,)
-        out.append(dataclasses.replace(j, problems=(*j.problems, *reasons)))
-    return out
-
-
 def fresh(path: Path) -> bool:
     """Whether an experiment's directory can start from nothing: absent, or holding no
     file (a gate killed before the experiment's journal was written)."""
@@ -460,7 +367,7 @@ def run(
     runs: list[pipeline.RunResult] = []
     out = request.out
     if request.stored:
-        judged, missing, broken = judge_stored(plan, request.stored)
+        judged, missing, broken = stored.judge_stored(plan.experiments, request.stored)
         ran = False
     else:
         out = out or options.default_out(plan.policy.name)
@@ -488,7 +395,7 @@ def run(
             judged = [_judged(r) for r in runs]
         else:
             judged = run_experiments(plan, settings, choice, facts, out, devices, resuming, run_one)
-        judged = checked(judged, plan, settings.repeat)
+        judged = stored.checked(judged, plan.experiments, settings.repeat)
         missing, broken, ran = [], [], True
     result = decide(plan.policy, judged, missing, broken)
     if out is not None:
