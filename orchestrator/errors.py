@@ -145,6 +145,20 @@ class BundleError(CsorchError):
         super().__init__(f"bundle {self.path}: {problem}", hint=hint)
 
 
+class DocumentError(CsorchError):
+    """A JSON document csorch wrote is missing, damaged or of another schema: names the
+    file and the key."""
+
+    def __init__(self, file: Path | str, key: str, problem: str, *, hint: str = "") -> None:
+        self.file = Path(file)
+        self.key = key
+        self.problem = problem
+        super().__init__(
+            f"{self.file}: {key}: {problem}" if key else f"{self.file} {problem}",
+            hint=hint or "the file was damaged or edited; re-run, or restore it from its source",
+        )
+
+
 class BisectError(CsorchError):
     """A bisection cannot give an answer: an end that does not re-check as the search
     assumes, marks that contradict each other, or a range that is not a range."""

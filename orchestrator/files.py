@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import DocumentError
 
 
 def file_digest(path: Path) -> str:
@@ -43,3 +47,34 @@ def atomic_write(path: Path, text: str) -> None:
     finally:
         if not replaced:
             Path(tmp).unlink(missing_ok=True)
+
+
+def read_json(path: Path, schema: str | None = None) -> dict[str, Any]:
+    """A JSON object csorch wrote, with its `schema` checked; DocumentError naming the file
+    when it is missing, unreadable, not JSON, not an object or of another schema."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DocumentError(path, "", "is missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DocumentError(path, "", f"cannot be read: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError(path, "", f"is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    if not isinstance(doc, dict):
+        raise DocumentError(path, "", f"is {type(doc).__name__} JSON, not an object")
+    if schema is not None and doc.get("schema") != schema:
+        raise DocumentError(path, "", f"has schema {doc.get('schema')!r}, expected {schema}")
+    return doc
+
+
+def field(doc: Any, key: str, kind: type | tuple[type, ...], where: Path) -> Any:
+    """`doc[key]` when it is of `kind`; DocumentError naming `where` and the key if not."""
+    if not isinstance(doc, dict) or key not in doc:
+        raise DocumentError(where, key, "missing")
+    value = doc[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise DocumentError(where, key, f"is {type(value).__name__}, expected {names}")
+    return value

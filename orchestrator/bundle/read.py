@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orchestrator.bundle.layout import MANIFEST, MANIFEST_SCHEMA, RESULTS, RESULTS_SCHEMA
-from orchestrator.errors import BundleError
+from orchestrator.errors import BundleError, DocumentError
+from orchestrator.files import field, read_json
 from orchestrator.judge.causality import Judgement
 from orchestrator.model import Attempt, Build, Experiment, SourceTree
 
@@ -25,15 +25,37 @@ class Records:
     judgement: Judgement | None
 
 
-def records(results: Mapping[str, Any]) -> Records:
-    """The records in a results.json document (as `read` returns it)."""
-    judgement = results.get("judgement")
+def _each(results: Mapping[str, Any], key: str, make: Any, where: Path) -> tuple:
+    items = field(results, key, list, where)
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(make(item))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise DocumentError(where, f"{key}[{i}]", f"cannot be read back: {exc!r}") from None
+    return tuple(out)
+
+
+def records(results: Mapping[str, Any], where: Path | str = RESULTS) -> Records:
+    """The records in a results.json document (as `read` returns it); DocumentError naming
+    the file (`where`) and the key that is damaged."""
+    where = Path(where)
+    experiment = field(results, "experiment", dict, where)
+    try:
+        exp = Experiment.from_dict(experiment)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DocumentError(where, "experiment", f"cannot be read back: {exc!r}") from None
+    judgement = field(results, "judgement", (dict, type(None)), where)
+    try:
+        judged = Judgement.from_dict(judgement) if judgement else None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DocumentError(where, "judgement", f"cannot be read back: {exc!r}") from None
     return Records(
-        Experiment.from_dict(results["experiment"]),
-        tuple(SourceTree.from_dict(s) for s in results["sources"]),
-        tuple(Build.from_dict(b) for b in results["builds"]),
-        tuple(Attempt.from_dict(a) for a in results["attempts"]),
-        Judgement.from_dict(judgement) if judgement else None,
+        exp,
+        _each(results, "sources", SourceTree.from_dict, where),
+        _each(results, "builds", Build.from_dict, where),
+        _each(results, "attempts", Attempt.from_dict, where),
+        judged,
     )
 
 
@@ -43,20 +65,9 @@ def read(root: Path | str) -> tuple[dict[str, Any], dict[str, Any]]:
     docs = []
     for name, schema in ((RESULTS, RESULTS_SCHEMA), (MANIFEST, MANIFEST_SCHEMA)):
         try:
-            doc = json.loads((root / name).read_text())
-        except FileNotFoundError:
-            raise BundleError(root, f"no {name}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BundleError(root, f"{name} is not valid JSON: {exc}") from None
-        except OSError as exc:
-            raise BundleError(root, f"{name} cannot be read: {exc.strerror or exc}") from None
-        if not isinstance(doc, dict):
-            raise BundleError(
-                root,
-                f"{name} is {type(doc).__name__} JSON, not an object",
-                hint="the file was damaged or replaced; re-run, or restore the bundle",
-            )
-        if doc.get("schema") != schema:
-            raise BundleError(root, f"{name} has schema {doc.get('schema')!r}, expected {schema}")
-        docs.append(doc)
+            docs.append(read_json(root / name, schema))
+        except DocumentError as exc:
+            missing = exc.problem == "is missing" and not exc.key
+            problem = f"no {name}" if missing else f"{name} {exc.problem}"
+            raise BundleError(root, problem, hint=exc.hint) from None
     return docs[0], docs[1]

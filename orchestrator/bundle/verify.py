@@ -6,13 +6,17 @@ with a `Status`:
 - MISMATCH: it does not (the file changed since the run);
 - MISSING: the file the manifest names is gone, where it should still be (in the bundle,
   or in a cache entry that is still there);
-- UNLISTED: a file under logs/ that the manifest does not list (added after the run);
+- UNLISTED: a file in the bundle that the manifest does not list (added after the run);
 - NOT_CHECKABLE: nothing to compare against, and `detail` says why (no digest recorded;
   a config or patch outside the bundle that has moved; an evicted cache entry; a source
   tree the run did not keep).
 A bundle passes when nothing is MISMATCH, MISSING or UNLISTED: what cannot be checked is
 reported, not counted against it (a bundle copied off the machine loses its cache
-entries, and that is not tampering).
+entries, and that is not tampering). Inside the bundle nothing is taken on the
+manifest's word: a symlink anywhere is a MISMATCH (evidence is the bundle's own bytes),
+an empty digest of a file in the bundle is a MISMATCH (csorch always records one), and
+the findings results.json records are re-derived from the logs (`bundle/rederive.py`),
+so that results.json edited with its digest recomputed does not verify.
 
 Paths inside the bundle are relative to it, so a moved bundle verifies the same. The
 module reads files and hashes them; it prints nothing and never changes a file.
@@ -22,18 +26,18 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS
+from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, rederive
+from orchestrator.bundle.layout import COVERED, LOGS
 from orchestrator.cache import META
 from orchestrator.errors import BundleError
 from orchestrator.files import file_digest
 from orchestrator.model.record import Record
-
-LOGS = "logs"
 
 
 class Status(enum.Enum):
@@ -55,6 +59,8 @@ class Kind(enum.Enum):
     PATCH = "patch"
     BINARY = "binary"
     SOURCE = "source"
+    FILE = "file"  # another file of the bundle the manifest covers (the journal)
+    FINDINGS = "findings"  # results.json's record of an attempt against its re-parsed logs
     GATE = "gate"  # a gate directory's own files (gate/manifest.py)
     BUNDLE = "bundle"  # an experiment bundle a gate judged (gate/manifest.py)
 
@@ -106,6 +112,11 @@ def _compare(
     if not path.exists():
         return gone
     if not expected:
+        if kind in _OWN:  # csorch records a digest for every file it writes in a bundle
+            return Check(
+                kind, shown, Status.MISMATCH, subject,
+                detail="the manifest records an empty digest (edited by hand)",
+            )  # fmt: skip
         return Check(kind, shown, Status.NOT_CHECKABLE, subject, detail="no digest recorded")
     actual, error = _digest(path)
     if error:
@@ -117,6 +128,10 @@ def _compare(
     )
 
 
+#: kinds whose files are the bundle's own: an empty digest for them is an edit
+_OWN = frozenset({Kind.RESULTS, Kind.LOG, Kind.FILE, Kind.GATE})
+
+
 def _inside(root: Path, rel: str) -> bool:
     return (root / rel).resolve().is_relative_to(root.resolve())
 
@@ -125,16 +140,7 @@ def _results(root: Path, manifest: Mapping[str, Any]) -> Check:
     recorded = manifest.get("results") or {}
     path = root / RESULTS
     missing = Check(Kind.RESULTS, RESULTS, Status.MISSING, detail="the bundle has no results.json")
-    if not recorded.get("sha256"):
-        if not path.exists():
-            return missing
-        return Check(
-            Kind.RESULTS,
-            RESULTS,
-            Status.NOT_CHECKABLE,
-            detail="this manifest records no digest for results.json (an older csorch)",
-        )
-    return _compare(Kind.RESULTS, RESULTS, path, recorded["sha256"], gone=missing)
+    return _compare(Kind.RESULTS, RESULTS, path, str(recorded.get("sha256") or ""), gone=missing)
 
 
 def _logs(root: Path, listed: Mapping[str, str]) -> list[Check]:
@@ -155,14 +161,61 @@ def _logs(root: Path, listed: Mapping[str, str]) -> list[Check]:
             continue
         gone = Check(Kind.LOG, rel, Status.MISSING, expected=expected, detail="deleted")
         checks.append(_compare(Kind.LOG, rel, root / rel, expected, gone=gone))
-    logs = root / LOGS
-    found = sorted(p.relative_to(root).as_posix() for p in logs.rglob("*") if p.is_file())
-    for rel in found:
-        if rel not in listed:
+    return checks
+
+
+def _files(root: Path, listed: Mapping[str, str]) -> list[Check]:
+    checks = []
+    for name, expected in sorted(listed.items()):
+        if name not in COVERED:
+            checks.append(
+                Check(
+                    Kind.FILE,
+                    name,
+                    Status.MISMATCH,
+                    expected=str(expected),
+                    detail="the manifest lists a file csorch does not write",
+                )  # fmt: skip
+            )
+            continue
+        gone = Check(Kind.FILE, name, Status.MISSING, expected=str(expected), detail="deleted")
+        checks.append(_compare(Kind.FILE, name, root / name, str(expected), gone=gone))
+    return checks
+
+
+def walk(root: Path) -> tuple[list[str], list[str]]:
+    """(files, symlinks) under `root`, relative, never following a link."""
+    files, links = [], []
+    for top, dirs, names in os.walk(root, followlinks=False):
+        here = Path(top)
+        for name in [*dirs, *names]:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                links.append(rel)
+            elif name in names:
+                files.append(rel)
+    return sorted(files), sorted(links)
+
+
+def _tree(root: Path, known: set[str]) -> list[Check]:
+    """Every symlink in the bundle, and every file the manifest does not cover."""
+    files, links = walk(root)
+    checks = [
+        Check(
+            Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
+            rel,
+            Status.MISMATCH,
+            detail="a symlink: a bundle's evidence is its own files, not links to others",
+        )  # fmt: skip
+        for rel in links
+    ]
+    for rel in files:
+        if rel not in known:
             actual, _ = _digest(root / rel)
             checks.append(
                 Check(
-                    Kind.LOG,
+                    Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
                     rel,
                     Status.UNLISTED,
                     actual=actual,
@@ -295,17 +348,27 @@ def read_manifest(root: Path) -> dict[str, Any]:
 
 
 def verify(root: Path | str) -> Verification:
-    """Re-check every digest in the bundle at `root`; BundleError if it is not a bundle."""
+    """Re-check every digest in the bundle at `root`, look for links and files the manifest
+    does not cover, and re-derive results.json's findings from the logs; BundleError if
+    `root` is not a bundle."""
     root = Path(root)
     manifest = read_manifest(root)
     try:
+        logs = dict(manifest.get("logs") or {})
+        files = dict(manifest.get("files") or {})
         checks = [
             _results(root, manifest),
-            *_logs(root, manifest.get("logs") or {}),
+            *_logs(root, logs),
+            *_files(root, files),
+            *_tree(root, {RESULTS, MANIFEST, *logs, *files}),
             _outside(Kind.CONFIG, manifest.get("config") or {}),
             *_sources(manifest),
             *(c for b in manifest.get("builds") or [] for c in _binaries(b)),
         ]
-    except (KeyError, TypeError, AttributeError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise BundleError(root, f"{MANIFEST} is malformed: {exc!r}") from None
+    checks += [
+        Check(Kind.FINDINGS, p.path, Status.MISMATCH, p.subject, detail=p.detail)
+        for p in rederive.problems(root, set(logs))
+    ]
     return Verification(root, bool(manifest.get("complete")), tuple(checks))

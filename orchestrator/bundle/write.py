@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import __version__
-from orchestrator.bundle.layout import MANIFEST, MANIFEST_SCHEMA, RESULTS, RESULTS_SCHEMA
+from orchestrator.bundle.layout import (
+    COVERED,
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    RESULTS,
+    RESULTS_SCHEMA,
+)
 from orchestrator.files import atomic_write, file_digest
 from orchestrator.host import Host
 from orchestrator.judge.causality import Judgement
@@ -72,13 +78,19 @@ class Bundle:
             out[rel] = cached[2]
         return out
 
+    def _files(self) -> dict[str, str]:
+        """sha256 of the bundle's other files (the journal), so that nothing in it is unlisted."""
+        return {
+            name: file_digest(self.root / name) for name in COVERED if (self.root / name).is_file()
+        }
+
     def write(self, snap: Snapshot) -> None:
         with self._lock:
             text = json.dumps(results(snap), indent=1)
             atomic_write(self.root / RESULTS, text)
             # the manifest's digest of results.json lets `csorch verify` check it too
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            doc = manifest(snap, self._log_hashes(), results_sha256=digest)
+            doc = manifest(snap, self._log_hashes(), results_sha256=digest, files=self._files())
             atomic_write(self.root / MANIFEST, json.dumps(doc, indent=1))
 
 
@@ -108,7 +120,12 @@ def results(snap: Snapshot) -> dict[str, Any]:
     }
 
 
-def manifest(snap: Snapshot, logs: Mapping[str, str], results_sha256: str = "") -> dict[str, Any]:
+def manifest(
+    snap: Snapshot,
+    logs: Mapping[str, str],
+    results_sha256: str = "",
+    files: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     config = snap.experiment.config
     return {
         "schema": MANIFEST_SCHEMA,
@@ -166,4 +183,5 @@ def manifest(snap: Snapshot, logs: Mapping[str, str], results_sha256: str = "") 
             for a in snap.attempts
         ],
         "logs": dict(logs),
+        "files": dict(files or {}),
     }

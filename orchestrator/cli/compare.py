@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from orchestrator import bundle
+from orchestrator.bundle import trust
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -32,7 +33,13 @@ from orchestrator.run import options, places
 
 @app.command("compare")
 def compare_command(
-    config: Annotated[Path, typer.Argument(help="the experiment config (YAML)")],
+    config: Annotated[
+        Path | None,
+        typer.Argument(
+            help="the experiment config (YAML); with --from, optional: checked "
+            "against the bundle when given"
+        ),
+    ] = None,
     from_: Annotated[
         Path | None, typer.Option("--from", help="compare a stored bundle; run nothing")
     ] = None,
@@ -43,20 +50,31 @@ def compare_command(
 ) -> None:
     """Pinned-release controls side by side (installed wheel, rebuilt, patched): binary
     identities, outcomes per case, signature sets, and whether the controls agree and the
-    patch removes what they share. Exit 0 yes, 1 the patch does not, 3 undecided."""
+    patch removes what they share. A stored bundle (--from) is compared only once it
+    verifies, is complete and (CONFIG given) is that config's. Exit 0 yes, 1 the patch
+    does not, 3 undecided."""
     try:
         options.check_backend(backend)
-        experiment = load_experiment(config)
+        if config is None and from_ is None:
+            raise CsorchError("give CONFIG (or --from BUNDLE)", hint="csorch compare CONFIG")
+        experiment = load_experiment(config) if config is not None else None
     except CsorchError as exc:
         raise fail(exc) from None
     if from_ is not None:
         try:
-            records = bundle.records(bundle.read(from_)[0])
+            trusted = trust.load_trusted(from_, experiment)
         except BundleError as exc:
             raise fail(exc) from None
+        if not trusted.ok or trusted.records is None:
+            for reason in trusted.reasons:
+                err.print(f"[yellow]inconclusive:[/] {escape(reason)}", soft_wrap=True)
+            err.print("the stored bundle is not evidence: nothing compared", highlight=False)
+            raise typer.Exit(ExitCode.INCONCLUSIVE)
+        records = trusted.records
         sources, builds, attempts = records.sources, records.builds, records.attempts
-        experiment = records.experiment
+        experiment = trusted.experiment
     else:
+        assert experiment is not None
         target = out_dir or options.default_out(experiment.name)
         try:
             choice, facts = options.choose_backend(backend)
@@ -73,6 +91,7 @@ def compare_command(
         opts = options.make(choice, target, cache=cache_dir, jobs=jobs)
         result = run_one(experiment, opts, facts)
         sources, builds, attempts = result.sources, result.builds, result.attempts
+    assert experiment is not None
     c = compare.compare(experiment, sources, builds, attempts)
     out.print(verdicts.comparison(c))
     if c.inconclusive or not c.agree or not c.shared:

@@ -82,6 +82,14 @@ def gate_command(
     serial: Annotated[
         bool, typer.Option("--serial", help="run the experiments one after another")
     ] = False,
+    sign: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign",
+            help="an SSH private key: sign the gate's manifest (manifest.json.sig, "
+            "ssh-keygen -Y sign); csorch verify --allowed-signers checks it",
+        ),
+    ] = None,
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
@@ -102,6 +110,7 @@ def gate_command(
         out=out_dir,
         resume=resume,
         stored=tuple(from_ or ()),
+        sign=sign,
     )
 
     def start(events_for):  # type: ignore[no-untyped-def]

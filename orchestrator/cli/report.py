@@ -1,7 +1,9 @@
 """`csorch report BUNDLE --format table|markdown|junit|sarif|json`.
 
 Renders a stored bundle; runs and judges nothing (the verdict shown is the one the
-bundle recorded; `csorch gate --from` judges again). Exit 0 when the report was
+bundle recorded, once `bundle.trust` has checked it: a bundle that does not verify, is
+incomplete or whose results.json its logs contradict is shown INCONCLUSIVE, with why;
+`csorch gate --from` judges again). Exit 0 when the report was
 written, 2 for a missing or unreadable bundle, an unknown format or an unwritable
 --output: the verdict's exit code belongs to `run` and `gate`, so a CI step that only
 publishes a report does not fail because the fix did.
@@ -15,12 +17,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.text import Text
 
 from orchestrator import bundle as bundles
 from orchestrator import gate, report
-from orchestrator.cli.common import ExitCode, app, fail, out
-from orchestrator.errors import BundleError, ConfigError, CsorchError
+from orchestrator.bundle import trust
+from orchestrator.cli.common import ExitCode, app, err, fail, out
+from orchestrator.errors import BundleError, ConfigError, CsorchError, DocumentError
 from orchestrator.gate import allowances
 from orchestrator.gate import manifest as gate_manifest
 from orchestrator.report import sarif, table, verdicts
@@ -151,23 +155,19 @@ def report_command(
     if gate_manifest.is_gate_dir(bundle):
         _gate_dir(bundle, fmt, output, policy)
     try:
-        results, manifest = bundles.read(bundle)
+        trusted = trust.load_trusted(bundle)
+        if trusted.results is None or trusted.manifest is None:
+            raise BundleError(bundle, "; ".join(trusted.reasons))
+        results, manifest = trust.shown(trusted), trusted.manifest
         if policy is not None:
             allow = gate.load_policy(policy).allow
             today = datetime.date.today()
             results = allowances.mark_results(results, [a for a in allow if not a.expired(today)])
-        records = bundles.records(results)  # a bundle that cannot be read back fails here
+        records = bundles.records(results, bundle / bundles.RESULTS)
     except CsorchError as exc:  # a bad bundle or policy, or an --output inside a bundle
         raise fail(exc) from None
-    except (KeyError, TypeError, ValueError) as exc:
-        # results.json of the right schema but damaged: the user's input, not a bug
-        raise fail(
-            BundleError(
-                bundle,
-                f"results.json cannot be read back: {exc!r}",
-                hint="re-run the experiment, or restore the bundle from its source",
-            )
-        ) from None
+    for reason in trusted.reasons:  # shown, and the verdict is INCONCLUSIVE in the report
+        err.print(f"[yellow]not evidence:[/] {escape(reason)}", highlight=False, soft_wrap=True)
     if fmt == "table":
         view = _table(records, results)
         if output is None:

@@ -106,8 +106,9 @@ def run_command(
                 out_dir,
                 sources=places.sources([experiment]),
                 cache=cache_dir,
-                    resuming=resume is not None,
+                resuming=resume is not None,
             )
+        options.check_repeat(experiment, repeat)
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)
         choice, facts = options.choose_backend(backend)

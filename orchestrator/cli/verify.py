@@ -9,9 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator.bundle import verify
+from orchestrator.bundle import trust, verify
 from orchestrator.cli.common import ExitCode, app, fail, out
-from orchestrator.errors import BundleError
+from orchestrator.errors import BundleError, CsorchError
 from orchestrator.gate import manifest
 
 _STYLE = {
@@ -25,7 +25,7 @@ _STYLE = {
 
 def _sha(check: verify.Check) -> str:
     expected, actual = check.expected[:12], check.actual[:12]
-    if check.status is verify.Status.MISMATCH:
+    if check.status is verify.Status.MISMATCH and expected and actual:
         return f"{expected} -> {actual}"
     return expected or actual
 
@@ -44,17 +44,43 @@ def verify_command(
     problems_only: Annotated[
         bool, typer.Option("--problems-only", help="list only the checks that are not ok")
     ] = False,
+    allowed_signers: Annotated[
+        Path | None,
+        typer.Option(
+            "--allowed-signers",
+            help="a gate's: require its manifest signed (csorch gate --sign) by a key in "
+            "this file (ssh-keygen's allowed-signers format, as git's)",
+        ),
+    ] = None,
+    identity: Annotated[
+        str | None,
+        typer.Option("--identity", help="with --allowed-signers: the signer it must be"),
+    ] = None,
 ) -> None:
-    """Re-check every digest in a bundle's manifest: logs, results, config, patches, binaries.
-    Given a gate's directory (`csorch gate --out`): gate.json, report.md and every
+    """Re-check a bundle: every digest in its manifest (logs, results, config, patches,
+    binaries), no symlink and no file the manifest does not list, every attempt's findings
+    re-parsed from its logs against results.json, and the run complete. Given a gate's
+    directory (`csorch gate --out`): gate.json, report.md, its signature and every
     experiment bundle the gate judged.
 
     Exit 0 when everything checkable matches, 1 on any mismatch, missing or unlisted file,
-    2 when BUNDLE is neither a bundle nor a gate's directory."""
+    3 when the evidence is intact but the run did not finish, 2 when BUNDLE is neither a
+    bundle nor a gate's directory."""
+    reasons: tuple[str, ...] = ()
     try:
-        is_gate = manifest.is_gate_dir(bundle)
-        result = manifest.verify_gate(bundle) if is_gate else verify.verify(bundle)
-    except BundleError as exc:
+        if manifest.is_gate_dir(bundle):
+            result = manifest.verify_gate(bundle, allowed_signers, identity)
+        elif allowed_signers is not None:
+            raise CsorchError(
+                "--allowed-signers checks a gate's signature; this is an experiment bundle",
+                hint="give the directory `csorch gate --sign KEY --out DIR` wrote",
+            )
+        else:
+            trusted = trust.load_trusted(bundle)
+            if trusted.verification is None:
+                raise BundleError(bundle, "; ".join(trusted.reasons))
+            result, reasons = trusted.verification, trusted.reasons
+    except CsorchError as exc:
         raise fail(exc) from None
     table = Table(title=f"verify {bundle}", header_style="bold", title_justify="left")
     for column in ("status", "kind", "variant", "path", "sha256", "detail"):
@@ -72,12 +98,9 @@ def verify_command(
             escape(check.detail),
         )
     out.print(table)
-    if not result.complete:
-        out.print(
-            "[yellow]note:[/] the manifest says the run did not finish (interrupted, or still "
-            "running): its logs may still change",
-            highlight=False,
-            soft_wrap=True,
-        )
+    for reason in reasons:
+        out.print(f"[yellow]not evidence:[/] {escape(reason)}", highlight=False, soft_wrap=True)
     out.print(_summary(result), highlight=False)
-    raise typer.Exit(ExitCode.PASS if result.ok else ExitCode.FAIL)
+    if not result.ok:
+        raise typer.Exit(ExitCode.FAIL)
+    raise typer.Exit(ExitCode.INCONCLUSIVE if reasons else ExitCode.PASS)

@@ -21,11 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import __version__
-from orchestrator.bundle import MANIFEST, RESULTS
+from orchestrator import __version__, judge
+from orchestrator.bundle import MANIFEST, RESULTS, records
+from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.bundle.verify import Check, Kind, Status, Verification, verify
-from orchestrator.errors import BundleError
-from orchestrator.files import atomic_write, file_digest
+from orchestrator.errors import BundleError, CsorchError
+from orchestrator.files import atomic_write, field, file_digest, read_json
+from orchestrator.gate import signing
 
 SCHEMA = "csorch.gate-manifest/1"
 GATE = "gate.json"
@@ -80,7 +82,19 @@ def _manifest(root: Path) -> dict[str, Any] | None:
     return doc
 
 
-def _bundle(root: Path, shown: str, path: Path, expected: str, outside: bool) -> list[Check]:
+def _bundle(
+    root: Path, shown: str, path: Path, expected: str, outside: bool, said: str
+) -> list[Check]:
+    if path.is_symlink():
+        return [
+            Check(Kind.BUNDLE, shown, Status.MISMATCH, expected=expected,
+                  detail="a symlink: the gate's bundles are its own directories")
+        ]  # fmt: skip
+    if not expected:
+        return [
+            Check(Kind.BUNDLE, shown, Status.MISMATCH,
+                  detail="the manifest records an empty digest (edited by hand)")
+        ]  # fmt: skip
     if not (path / MANIFEST).is_file():
         status = Status.NOT_CHECKABLE if outside else Status.MISSING
         why = "no longer at this path (outside the gate directory)" if outside else "deleted"
@@ -98,7 +112,21 @@ def _bundle(root: Path, shown: str, path: Path, expected: str, outside: bool) ->
     except BundleError as exc:
         return [head, Check(Kind.BUNDLE, shown, Status.MISMATCH, detail=exc.message)]
     prefix = "" if outside else shown + "/"
-    return [head] + [
+    extra = []
+    if not inner.complete:
+        extra.append(
+            Check(Kind.BUNDLE, shown, Status.MISMATCH,
+                  detail="the bundle is incomplete (interrupted, or it never finished)")
+        )  # fmt: skip
+    again = _rejudged(path)
+    # the gate may judge worse than the bundle alone (its policy, problems), never better
+    if _RANK.get(said, 0) < _RANK.get(again, 0):
+        extra.append(
+            Check(Kind.GATE, GATE, Status.MISMATCH, shown,
+                  detail=f"gate.json says this experiment is {said}; its bundle, judged "
+                  f"again, is {again}")
+        )  # fmt: skip
+    return [head, *extra] + [
         Check(
             c.kind,
             c.path if Path(c.path).is_absolute() or outside else prefix + c.path,
@@ -112,8 +140,54 @@ def _bundle(root: Path, shown: str, path: Path, expected: str, outside: bool) ->
     ]
 
 
-def verify_gate(root: Path | str) -> Verification:
-    """Re-check a gate directory: its files, and every bundle it judged."""
+_RANK = {"pass": 0, "inconclusive": 1, "fail": 2}
+
+
+def _rejudged(path: Path) -> str:
+    """The verdict of the bundle at `path` judged again from its records ("" unreadable)."""
+    try:
+        recs = records(read_json(path / RESULTS), path / RESULTS)
+    except CsorchError:
+        return ""
+    failed = judge.failed_builds(recs.builds)
+    return judge.causality(recs.experiment, recs.attempts, failed).verdict.value
+
+
+def _said(root: Path) -> tuple[str, dict[str, str]]:
+    """gate.json's verdict and each bundle's verdict in it (by its path) ("", {} unreadable)."""
+    try:
+        doc = read_json(root / GATE)
+        rows = field(doc, "experiments", list, root / GATE)
+        return str(doc.get("verdict", "")), {
+            str(Path(r["bundle"]).resolve()): str(r["verdict"])
+            for r in rows
+            if isinstance(r, dict) and r.get("bundle")
+        }
+    except (CsorchError, KeyError, TypeError):
+        return "", {}
+
+
+def _signature(root: Path, allowed: Path | None, identity: str | None) -> list[Check]:
+    present = (root / SIGNATURE).exists() or (root / SIGNATURE).is_symlink()
+    if not present and allowed is None:
+        return []
+    why = signing.check(root, allowed, identity)
+    if why:
+        return [Check(Kind.GATE, SIGNATURE, Status.MISMATCH, detail=why)]
+    signer = (
+        f"signed by an allowed signer ({allowed})"
+        if allowed
+        else "signature over this manifest (signer not checked: give --allowed-signers)"
+    )
+    return [Check(Kind.GATE, SIGNATURE, Status.OK, detail=signer)]
+
+
+def verify_gate(
+    root: Path | str, allowed_signers: Path | None = None, identity: str | None = None
+) -> Verification:
+    """Re-check a gate directory: its files, every bundle it judged (complete, and of the
+    verdict gate.json gives it), and its signature (`signing`): one is required when
+    `allowed_signers` is given, and one present must be over this manifest."""
     root = Path(root)
     doc = _manifest(root)
     if doc is None:
@@ -129,10 +203,16 @@ def verify_gate(root: Path | str) -> Verification:
         outside: dict[str, str] = dict(doc.get("outside") or {})
     except (TypeError, ValueError) as exc:
         raise BundleError(root, f"{MANIFEST} is malformed: {exc!r}") from None
-    checks = []
+    checks = _signature(root, allowed_signers, identity)
+    verdict, said = _said(root)
     for name in (*FILES, *(n for n in OPTIONAL if n in files)):
         path, expected = root / name, str(files.get(name, ""))
-        if not path.is_file():
+        if path.is_symlink():
+            checks.append(
+                Check(Kind.GATE, name, Status.MISMATCH, expected=expected,
+                      detail="a symlink: the gate's files are its own")
+            )  # fmt: skip
+        elif not path.is_file():
             checks.append(Check(Kind.GATE, name, Status.MISSING, expected=expected))
         elif not expected:
             checks.append(Check(Kind.GATE, name, Status.UNLISTED, detail="not in the manifest"))
@@ -141,26 +221,51 @@ def verify_gate(root: Path | str) -> Verification:
             ok = actual == expected
             checks.append(
                 Check(
-                    Kind.GATE, name, Status.OK if ok else Status.MISMATCH, "", expected, actual,
+                    Kind.GATE,
+                    name,
+                    Status.OK if ok else Status.MISMATCH,
+                    "",
+                    expected,
+                    actual,
                     "" if ok else "changed since the gate",
                 )  # fmt: skip
             )
     for rel, expected in sorted(inside.items()):
         if not (root / rel).resolve().is_relative_to(root.resolve()):
             checks.append(
-                Check(Kind.BUNDLE, rel, Status.MISMATCH, detail="the manifest names a path "
-                      "outside the gate directory")  # fmt: skip
+                Check(
+                    Kind.BUNDLE,
+                    rel,
+                    Status.MISMATCH,
+                    detail="the manifest names a path outside the gate directory",
+                )  # fmt: skip
             )
             continue
-        checks += _bundle(root, rel, root / rel, str(expected), outside=False)
+        path = root / rel
+        checks += _bundle(root, rel, path, str(expected), False, said.get(str(path.resolve()), ""))
     for where, expected in sorted(outside.items()):
-        checks += _bundle(root, where, Path(where), str(expected), outside=True)
-    listed = set(FILES) | set(files) | {MANIFEST} | {rel.split("/", 1)[0] for rel in inside}
+        checks += _bundle(
+            root, where, Path(where), str(expected), True, said.get(str(Path(where).resolve()), "")
+        )
+    rank = _RANK
+    worst = max((rank.get(v, 0) for v in said.values()), default=0)
+    if verdict in rank and any(rank.get(v, 0) > rank[verdict] for v in said.values()):
+        checks.append(
+            Check(Kind.GATE, GATE, Status.MISMATCH,
+                  detail=f"gate.json's verdict {verdict} is better than one of its "
+                  f"experiments' ({[k for k, r in rank.items() if r == worst][0]})")
+        )  # fmt: skip
+    listed = set(FILES) | set(files) | {MANIFEST, SIGNATURE}
+    listed |= {rel.split("/", 1)[0] for rel in inside}
     for extra in sorted(p.name for p in root.iterdir() if p.name not in listed):
         if extra.startswith(".") and extra.endswith(".tmp"):
             continue  # an atomic write in flight
         checks.append(
-            Check(Kind.GATE, extra, Status.UNLISTED, detail="not in the manifest: added after "
-                  "the gate")  # fmt: skip
+            Check(
+                Kind.GATE,
+                extra,
+                Status.UNLISTED,
+                detail="not in the manifest: added after the gate",
+            )  # fmt: skip
         )
     return Verification(root, True, tuple(checks))

@@ -19,14 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import backends, bundle, cache, host, judge
-from orchestrator.bundle import verify
+from orchestrator import backends, cache, host
+from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.config.experiment import load_experiment
-from orchestrator.errors import BundleError, CsorchError
+from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
 from orchestrator.files import atomic_write
-from orchestrator.gate import manifest
+from orchestrator.gate import manifest, signing, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
     GateResult,
@@ -75,6 +75,7 @@ class Request:
     out: Path | None = None
     resume: Path | None = None
     stored: tuple[Path, ...] = ()
+    sign: Path | None = None  # an SSH private key: sign the gate's manifest (gate/signing)
 
 
 @dataclass(frozen=True)
@@ -201,74 +202,12 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     experiments = tuple(load_experiment(c) for c in listed)
     # each experiment's own executor: and slurm: block, the flags over them
     pairs = list(settings.slurm) if settings.slurm else None
+    for e in experiments:
+        options.check_repeat(e, settings.repeat)
     runners = tuple(executor_for(e, settings.executor, pairs) for e in experiments)
     for runner in runners:
         check_local_only(runner, settings.devices)
     return Plan(policy, experiments, runners)
-
-
-def bundles(paths: Sequence[Path]) -> list[Path]:
-    """Experiment bundles: each path is one, or a gate's directory holding several."""
-    found = []
-    for p in paths:
-        if (p / bundle.RESULTS).exists():
-            found.append(p)
-        elif p.is_dir() and (
-            subs := sorted(d for d in p.iterdir() if (d / bundle.RESULTS).exists())
-        ):
-            found += subs
-        else:
-            raise CsorchError(
-                f"{p} is not a results bundle (no {bundle.RESULTS}) nor a gate's directory",
-                hint="give what `csorch run --out` or `csorch gate --out` wrote",
-            )
-    return found
-
-
-def stored(path: Path) -> Judged:
-    """A bundle's records, judged again from its attempts (nothing runs); BundleError if
-    it cannot be read."""
-    results, _ = bundle.read(path)
-    try:
-        records = bundle.records(results)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        # of the right schema but damaged: the user's evidence, not a bug of csorch
-        raise BundleError(path, f"{bundle.RESULTS} cannot be read back: {exc!r}") from None
-    failed = judge.failed_builds(records.builds)
-    problems = []
-    if not results.get("complete"):
-        why = "interrupted" if results.get("interrupted") else "it never finished"
-        problems.append(f"bundle {path} is incomplete ({why})")
-    checked = verify.verify(path)
-    if not checked.ok:  # evidence changed since the run: judge nothing from it
-        bad = [c for c in checked.checks if c.status in verify.FAILING]
-        first = bad[0]
-        problems.append(
-            f"bundle {path} does not verify ({len(bad)} problem(s)), first: {first.kind.value} "
-            f"{first.path} {first.status.value}" + (f": {first.detail}" if first.detail else "")
-        )
-    return Judged(
-        records.experiment,
-        records.attempts,
-        judge.causality(records.experiment, records.attempts, failed),
-        str(path),
-        tuple(problems),
-    )
-
-
-def judge_stored(plan: Plan, paths: Sequence[Path]) -> tuple[list[Judged], list[str], list[str]]:
-    """(judged, missing, broken): the stored bundles judged again, the plan's experiments
-    none of them holds, and why each unreadable bundle could not be judged."""
-    judged: list[Judged] = []
-    broken: list[str] = []
-    for path in bundles(paths):
-        try:
-            judged.append(stored(path))
-        except BundleError as exc:  # a truncated results.json: judge nothing from it
-            broken.append(f"bundle {path} cannot be read: {exc.message}")
-    seen = {j.experiment.name for j in judged}
-    missing = [e.name for e in plan.experiments if e.name not in seen] if not broken else []
-    return judged, missing, broken
 
 
 def fresh(path: Path) -> bool:
@@ -386,15 +325,26 @@ def _options(
     return made
 
 
-def finish(out: Path, result: GateResult, judged: Sequence[Judged], report: str) -> None:
+def finish(
+    out: Path,
+    result: GateResult,
+    judged: Sequence[Judged],
+    report: str,
+    sign: Path | None = None,
+) -> None:
     """Write gate.json and report.md, then the manifest over them and every bundle
-    judged (OSError if they cannot be written)."""
+    judged, signed with the SSH key `sign` when given (OSError if they cannot be
+    written; CsorchError if the key cannot sign)."""
     doc = {"schema": GATE_SCHEMA, **result.to_dict()}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / manifest.GATE, json.dumps(doc, indent=1))
     atomic_write(out / manifest.REPORT, report)
     # last: the manifest covers gate.json, report.md and each bundle judged
     manifest.write_manifest(out, [Path(j.bundle) for j in judged if j.bundle])
+    if sign is not None:
+        signing.sign(out, sign)
+    else:  # a signature from before is over another manifest
+        (out / SIGNATURE).unlink(missing_ok=True)
 
 
 def run(
@@ -422,6 +372,8 @@ def run(
     elif not request.configs:
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
     settings = request.settings
+    if request.sign is not None and not request.sign.is_file():
+        raise CsorchError(f"--sign {request.sign}: no such key file", hint="an SSH private key")
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
     runs: list[pipeline.RunResult] = []
@@ -434,7 +386,7 @@ def run(
             resuming=request.resume is not None,
         )
     if request.stored:
-        judged, missing, broken = judge_stored(plan, request.stored)
+        judged, missing, broken = stored.judge_stored(plan.experiments, request.stored)
         ran = False
     else:
         out = out or options.default_out(plan.policy.name)
@@ -462,13 +414,14 @@ def run(
             judged = [_judged(r) for r in runs]
         else:
             judged = run_experiments(plan, settings, choice, facts, out, devices, resuming, run_one)
+        judged = stored.checked(judged, plan.experiments, settings.repeat)
         missing, broken, ran = [], [], True
     result = decide(plan.policy, judged, missing, broken)
     if out is not None:
         live = [a for a in plan.policy.allow if not a.expired(today or datetime.date.today())]
         text = (render or plain)(result, judged, live)
         try:
-            finish(out, result, judged, text)
+            finish(out, result, judged, text, request.sign)
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
     return GateRun(result, tuple(judged), plan, out, tuple(runs))

@@ -16,7 +16,7 @@ from orchestrator import backends, cache, host
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.judge import Judgement
-from orchestrator.model import Attempt, Build
+from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.model.job import Fanout
 from orchestrator.run.plan import parse_devices
 
@@ -69,6 +69,19 @@ def work_dir(options: Options) -> Path:
     """Where a run's scratch trees go: the given --work, else beside the build cache
     (CACHE/work), so that neither depends on the current directory."""
     return Path(options.work) if options.work is not None else Path(options.cache) / "work"
+
+
+def check_repeat(experiment: Experiment, repeat: int | None) -> None:
+    """CsorchError when `--repeat N` is below the experiment's `min_hits` (k of N): loading
+    refuses a config whose k exceeds its N, and the flag must not lower k silently."""
+    k = experiment.expect.min_hits if experiment.expect is not None else None
+    if repeat is not None and k is not None and repeat < k:
+        where = f" ({experiment.config})" if experiment.config else ""
+        raise CsorchError(
+            f"--repeat {repeat} is below min_hits {k} of experiment "
+            f"'{experiment.name}'{where}: no control could reach k of N",
+            hint=f"give --repeat {k} or more, or lower expect.min_hits in the config",
+        )
 
 
 def default_jobs() -> int:

@@ -42,10 +42,12 @@ def test_stored_bundles_judged_again(cprog_bundles: dict[str, Path]) -> None:
     shaky = judge_again(cprog_bundles["inconclusive"], config=E2E / "c-oob-badpatch.yaml")
     assert shaky.result.verdict is Verdict.INCONCLUSIVE
     assert any("does not apply" in r for r in shaky.result.reasons)
-    # the gate config lists c-oob; a bundle of another experiment leaves it unjudged
+    # the gate config lists c-oob; a bundle of another experiment leaves it unjudged, and
+    # is itself not judged (its FAIL is not this gate's)
     other = judge_again(cprog_bundles["fail"], config=E2E / "gate-cprog.yaml")
-    assert other.result.verdict is Verdict.FAIL
+    assert other.result.verdict is Verdict.INCONCLUSIVE
     assert "experiment c-oob: no results (not in the bundles given)" in other.result.reasons
+    assert any("'c-oob-nofix', which this gate does not hold" in r for r in other.result.reasons)
 
 
 def test_damaged_stored_bundles_are_inconclusive(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.backends import Choice
+from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.host import Host
 from orchestrator.run import options
@@ -59,3 +60,18 @@ def test_racecheck_workers_share_the_cpus_among_the_jobs() -> None:
     assert options.racecheck_workers(1) == cpus
     assert options.racecheck_workers(cpus * 4) == 1  # never none
     assert options.racecheck_workers(2) == max(1, cpus // 2)
+
+
+def test_a_repeat_below_min_hits_is_refused_naming_both(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parents[2] / "fixtures" / "e2e" / "c-oob.yaml"
+    text = source.read_text().replace("timeout: 2m", "timeout: 2m\nrepeats: 3")
+    text = text.replace("  fix: fixed", "  fix: fixed\n  min_hits: 2")
+    text = text.replace("source: cprog", f"source: {source.parent / 'cprog'}")
+    text = text.replace("[fix-oob.patch]", f"[{source.parent / 'fix-oob.patch'}]")
+    config = tmp_path / "c-oob.yaml"
+    config.write_text(text)
+    experiment = load_experiment(config)
+    for fine in (None, 2, 5):
+        options.check_repeat(experiment, fine)
+    with pytest.raises(CsorchError, match="--repeat 1 is below min_hits 2 of experiment 'c-oob'"):
+        options.check_repeat(experiment, 1)

@@ -1,0 +1,138 @@
+"""What results.json says, derived again from the logs on disk: every attempt's findings
+re-parsed with its backend's parser and compared with the record, and every attempt's
+logs against the logs the bundle holds.
+
+A manifest only proves that the files are the ones it lists; someone who edits
+results.json can recompute its digest. The logs are the evidence: a FAIL turned PASS by
+deleting the fix's findings from results.json, while its log still holds the report, is
+caught here, and so is an attempt removed from results.json (its log is then claimed by
+no attempt) or one added (its log is not in the bundle). Reads files; prints nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator import judge
+from orchestrator.backends.asan import log as asan_log
+from orchestrator.backends.compute_sanitizer import log as cs_log
+from orchestrator.bundle.layout import LOGS, RESULTS
+from orchestrator.bundle.read import Records, records
+from orchestrator.errors import CsorchError
+from orchestrator.executors import attempt_log
+from orchestrator.files import read_json
+from orchestrator.findings.signatures import fingerprint, signature
+from orchestrator.model import Attempt, Checker, ParseResult
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something results.json claims that its logs do not bear out."""
+
+    path: str  # the log (or results.json), relative to the bundle
+    subject: str  # the variant
+    detail: str
+
+
+def _parse(backend: str, attempt: Attempt, lines: Iterable[str]) -> ParseResult:
+    if backend == "asan":
+        return asan_log.parse(lines)
+    return cs_log.parse(lines, checker=attempt.checker)
+
+
+def _tally(parse: ParseResult) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for f in parse.findings:
+        out[fingerprint(signature(f))] += f.count
+    return out
+
+
+def _said(parse: ParseResult) -> str:
+    n = sum(f.count for f in parse.findings)
+    return (
+        f"{n} finding(s) in {len(_tally(parse))} signature(s), summary "
+        f"{parse.summary_count}, {'complete' if parse.complete else 'incomplete'}"
+    )
+
+
+def _attempt(root: Path, backend: str, attempt: Attempt) -> Problem | None:
+    """The attempt's record against its logs parsed again (None: they agree)."""
+    if attempt.checker is Checker.NONE or attempt.parse is None or not attempt.launches:
+        return None  # a plain run's outcome is its exit status; no findings to re-derive
+    parses = [
+        _parse(backend, attempt, attempt_log.lines(root / launch.log))
+        for launch in attempt.launches
+    ]
+    again, recorded = attempt_log.merge(parses), attempt.parse
+    same = (
+        _tally(again) == _tally(recorded)
+        and again.summary_count == recorded.summary_count
+        and again.complete == recorded.complete
+        and again.not_printed == recorded.not_printed
+    )
+    if same:
+        return None
+    return Problem(
+        str(attempt.launches[0].log),
+        attempt.variant,
+        f"results.json records {_said(recorded)}; its log holds {_said(again)}: "
+        "results.json was edited after the run",
+    )
+
+
+def _verdict(results: Mapping[str, Any], recs: Records) -> list[Problem]:
+    """The verdict results.json records against its attempts judged again."""
+    if recs.judgement is None:
+        return []
+    again = judge.causality(recs.experiment, recs.attempts, judge.failed_builds(recs.builds))
+    said = {recs.judgement.verdict.value, str(results.get("verdict"))}
+    if said == {again.verdict.value}:
+        return []
+    return [
+        Problem(RESULTS, "", f"results.json records the verdict {' / '.join(sorted(said))}; "
+                f"its attempts, judged again, give {again.verdict.value}")
+    ]  # fmt: skip
+
+
+def problems(root: Path | str, listed: set[str]) -> list[Problem]:
+    """Where results.json and the logs (`listed` by the manifest) disagree."""
+    root = Path(root)
+    try:
+        results: Mapping[str, Any] = read_json(root / RESULTS)
+        recs = records(results, root / RESULTS)
+    except CsorchError as exc:
+        return [Problem(RESULTS, "", str(exc.message))]
+    backend = str((results.get("backend") or {}).get("name") or "")
+    out: list[Problem] = []
+    claimed: set[str] = set()
+    for build in recs.builds:
+        if build.log is not None:
+            claimed.add(Path(build.log).as_posix())
+    for attempt in recs.attempts:
+        for launch in attempt.launches:
+            rel = Path(launch.log).as_posix()
+            claimed.add(rel)
+            if rel not in listed:
+                out.append(
+                    Problem(rel, attempt.variant, "results.json names a log the bundle does "
+                            "not hold: an attempt added to results.json, or its log removed")
+                )  # fmt: skip
+    for rel in sorted(listed - claimed):
+        if rel.startswith(LOGS + "/"):
+            out.append(
+                Problem(rel, "", "a log no attempt in results.json claims: an attempt removed "
+                        "from results.json")
+            )  # fmt: skip
+    out += _verdict(results, recs)
+    if backend not in ("asan", "compute-sanitizer"):
+        return out
+    for attempt in recs.attempts:
+        if all(Path(x.log).as_posix() in listed for x in attempt.launches):
+            found = _attempt(root, backend, attempt)
+            if found is not None:
+                out.append(found)
+    return out
