@@ -24,7 +24,7 @@ from orchestrator import bundle as bundles
 from orchestrator import gate, report
 from orchestrator.bundle import trust
 from orchestrator.cli.common import ExitCode, app, err, fail, out
-from orchestrator.errors import BundleError, ConfigError, CsorchError, DocumentError
+from orchestrator.errors import BundleError, ConfigError, CsorchError
 from orchestrator.gate import allowances
 from orchestrator.gate import manifest as gate_manifest
 from orchestrator.report import sarif, table, verdicts
