@@ -189,6 +189,10 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         "-p",
         "no:cacheprovider",
     ]
+    if build.cases_root is not None:
+        # node ids relative to the tree, the same in every variant's checkout (the rows
+        # line up); the tree itself stays off sys.path, so its sources shadow no build
+        argv += ["--rootdir", str(build.cases_root)]
     if case.marker:
         argv += ["-m", case.marker]
     argv += case.args_for(ctx.backend)
