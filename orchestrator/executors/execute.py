@@ -239,6 +239,10 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     limit = ctx.experiment.case_timeout_for(run)
     if limit is not None:
         argv += ["-p", "orchestrator.markers.timeout"]
+    if build.cases_root is not None:
+        # node ids relative to the tree, the same in every variant's checkout (the rows
+        # line up); the tree itself stays off sys.path, so its sources shadow no build
+        argv += ["--rootdir", str(build.cases_root)]
     if case.marker:
         argv += ["-m", case.marker]
     argv += extra

@@ -569,6 +569,7 @@ def test_the_project_s_environment_runs_the_cases(tmp_path: Path, built: Build) 
     mine = dataclasses.replace(built, python=str(wrapper), requirements_path=deps, cases_root=tree)
     a = execute.execute(Job("v", "plain", "suite", 0), mine, ctx)
     assert outcomes(a) == {"test_ref": Outcome.PASSED}, a.error
+    assert [n.nodeid for n in a.nodes] == ["test/test_ref.py::test_ref"]  # as in every variant
     assert a.argv[0] == str(wrapper) and a.argv[3] == str(tree / "test" / "test_ref.py")
     assert (tmp_path / "ran-by").read_text().strip() == str(wrapper)
     path = dict(a.env)["PYTHONPATH"].split(":")
