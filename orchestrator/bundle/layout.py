@@ -15,6 +15,9 @@ RESULTS_SCHEMA = "csorch.results/1"
 MANIFEST_SCHEMA = "csorch.manifest/1"
 #: files beside the two documents whose sha256 the manifest records under "files"
 COVERED = ("journal.jsonl",)
+#: the session lock (`run.lock`): a file csorch holds while it writes the bundle; it is no
+#: evidence (its content is the holder's pid), so it is neither listed nor unlisted
+LOCK = ".csorch.lock"
 #: the signature over a manifest (`csorch gate --sign`), beside it
 SIGNATURE = "manifest.json.sig"
 LOGS = "logs"

@@ -11,8 +11,9 @@ no attempt) or one added (its log is not in the bundle). Reads files; prints not
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.bundle.layout import LOGS, RESULTS
 from orchestrator.bundle.read import Records, records
 from orchestrator.errors import CsorchError
-from orchestrator.executors import attempt_log
+from orchestrator.executors import attempt_log, channel
 from orchestrator.files import read_json
 from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.model import Attempt, Checker, ParseResult
@@ -38,10 +39,13 @@ class Problem:
     detail: str
 
 
-def _parse(backend: str, attempt: Attempt, lines: Iterable[str]) -> ParseResult:
+def _parse(backend: str, attempt: Attempt, root: Path, k: int, log: Path) -> ParseResult:
+    """Launch `k`'s checker records parsed again, from the checker's own channel (the
+    files beside its output log: `executors.channel`), read as the executor read them."""
+    prefix = root / channel.prefix_for(log, k)
     if backend == "asan":
-        return asan_log.parse(lines)
-    return cs_log.parse(lines, checker=attempt.checker)
+        return channel.read_asan(prefix, asan_log.parse)
+    return channel.read_cs(prefix, functools.partial(cs_log.parse, checker=attempt.checker))
 
 
 def _tally(parse: ParseResult) -> Counter[str]:
@@ -64,8 +68,8 @@ def _attempt(root: Path, backend: str, attempt: Attempt) -> Problem | None:
     if attempt.checker is Checker.NONE or attempt.parse is None or not attempt.launches:
         return None  # a plain run's outcome is its exit status; no findings to re-derive
     parses = [
-        _parse(backend, attempt, attempt_log.lines(root / launch.log))
-        for launch in attempt.launches
+        _parse(backend, attempt, root, k, Path(launch.log))
+        for k, launch in enumerate(attempt.launches)
     ]
     again, recorded = attempt_log.merge(parses), attempt.parse
     same = (
@@ -113,9 +117,17 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
         if build.log is not None:
             claimed.add(Path(build.log).as_posix())
     for attempt in recs.attempts:
-        for launch in attempt.launches:
+        for k, launch in enumerate(attempt.launches):
             rel = Path(launch.log).as_posix()
             claimed.add(rel)
+            # its checker's channel and its case markers, beside the output log
+            prefix = channel.prefix_for(Path(launch.log), k)
+            claimed.update(p.relative_to(root).as_posix() for p in channel.files_of(root / prefix))
+            markers = prefix.with_name(prefix.name.removesuffix(".checker") + ".markers")
+            claimed.add(markers.as_posix())
+            if k:
+                done = Path(launch.log).with_suffix(".done")
+                claimed.add(done.as_posix())
             if rel not in listed:
                 out.append(
                     Problem(rel, attempt.variant, "results.json names a log the bundle does "

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, rederive
-from orchestrator.bundle.layout import COVERED, LOGS
+from orchestrator.bundle.layout import COVERED, LOCK, LOGS
 from orchestrator.cache import META
 from orchestrator.errors import BundleError
 from orchestrator.files import file_digest
@@ -211,7 +211,7 @@ def _tree(root: Path, known: set[str]) -> list[Check]:
         for rel in links
     ]
     for rel in files:
-        if rel not in known:
+        if rel not in known and rel != LOCK:
             actual, _ = _digest(root / rel)
             checks.append(
                 Check(

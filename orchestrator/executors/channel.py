@@ -160,3 +160,21 @@ def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
 def cs_pattern(prefix: Path) -> Path:
     """The `--log-file` argument whose files `read_cs(prefix, ...)` reads."""
     return Path(f"{prefix}.%p.log")
+
+
+def prefix_for(launch_log: Path, k: int) -> Path:
+    """The prefix of the checker logs of launch `k` whose output log is `launch_log`
+    (`logs/JOB.log` for the first launch, `logs/JOB.launchK.log` after it): beside it,
+    `logs/JOB.launchK.checker`. The executor writes there; a bundle's reader finds them."""
+    base = launch_log.with_suffix("") if launch_log.suffix == ".log" else launch_log
+    if k == 0:
+        base = base.with_name(base.name + ".launch0")
+    return base.with_name(base.name + ".checker")
+
+
+def files_of(prefix: Path) -> list[Path]:
+    """Every file of a launch's channel: its per-process logs and start records."""
+    if not prefix.parent.is_dir():
+        return []
+    head = prefix.name + "."
+    return sorted(p for p in prefix.parent.iterdir() if p.name.startswith(head))

@@ -13,9 +13,8 @@ import os
 from pathlib import Path
 from typing import IO
 
+from orchestrator.bundle.layout import LOCK
 from orchestrator.errors import CsorchError
-
-LOCK = ".csorch.lock"
 
 
 class Busy(CsorchError):
