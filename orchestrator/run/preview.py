@@ -11,7 +11,15 @@ from pathlib import Path
 
 from orchestrator import backends
 from orchestrator.executors.execute import checker_for, wants_xdist
-from orchestrator.model import BuildKind, CaseKind, Experiment, SourceKind, SourceSpec, Variant
+from orchestrator.model import (
+    BuildKind,
+    CaseKind,
+    CasesFrom,
+    Experiment,
+    SourceKind,
+    SourceSpec,
+    Variant,
+)
 from orchestrator.run import build, buildhelp
 from orchestrator.run.plan import plan
 
@@ -44,6 +52,14 @@ def _build(variant: Variant, spec: SourceSpec, problems: list[str]) -> str:
         return f"command: {' '.join(b.command)}{outputs}"
     if b.kind is BuildKind.WHEEL:
         return f"wheel: pip wheel of the tree, installed privately{flags}"
+    if b.kind is BuildKind.PIP:
+        return f"pip: pip install --target of the tree (setup.py or pyproject.toml){flags}"
+    if b.kind is BuildKind.PREBUILT:
+        release = b.wheel or b.requirement or b.installed
+        missing = b.wheel and not Path(b.wheel).is_file()
+        if missing:
+            problems.append(f"variant {variant.name}: wheel {b.wheel} does not exist")
+        return f"prebuilt: {release}, installed unchanged (no patches)"
     if spec.kind is not SourceKind.PATH or spec.subdir:
         return f"jit: {b.description or 'the tree’s only build.py or */build.py'}{flags}"
     tree = Path(spec.location)
@@ -93,6 +109,8 @@ def preview(experiment: Experiment, backend: str, reason: str = "") -> Preview:
         marker = ["-m", c.marker] if c.marker else []
         argv = " ".join([*c.pytest, *added, *marker, *extra])
         cases.append(f"{c.name}: pytest {argv}")
+        if e.cases_from is CasesFrom.VARIANT:
+            continue  # relative to each variant's tree, which exists once materialized
         problems += [
             f"case {c.name}: {t.partition('::')[0]} does not exist"
             for t in c.pytest
