@@ -207,7 +207,10 @@ class NodeResult(Record):
 
     nodeid: str
     outcome: Outcome
-    detail: str = ""  # "process died during this case", "CUDA error: ..."
+    # why it did not pass: pytest's own reason for a failed or errored case (the
+    # exception's message, from the plugin's marker: "AssertionError: planted"), "killed by
+    # signal 9 (SIGKILL) during this case", "CUDA context lost: ...", "timed out"
+    detail: str = ""
 
 
 @dataclass(frozen=True)
