@@ -191,10 +191,12 @@ def signatures(experiment: Experiment, attempts: Sequence[Attempt]) -> Renderabl
     return Group(Text("signatures:", style="bold"), lines)
 
 
-def verdict_line(judgement: Judgement) -> Text:
+def verdict_line(judgement: Judgement, claim: bool = True) -> Text:
+    """The verdict and its reasons; "(causal)" only where a causality claim was judged
+    (`claim`: the experiment has expectations; a scan states none)."""
     text = Text("verdict: ", style="bold")
     text.append(judgement.verdict.value.upper(), style=VERDICT_STYLES[judgement.verdict])
-    if judgement.verdict is Verdict.PASS:
+    if judgement.verdict is Verdict.PASS and claim:
         text.append(" (causal)", style=VERDICT_STYLES[judgement.verdict])
     for why in judgement.reasons:
         text.append(f"\n  {why}")
@@ -231,5 +233,5 @@ def render(
     ]
     if not_run:
         parts.append(Text("not run:\n" + "\n".join(f"  {n}" for n in not_run), style="yellow"))
-    parts.append(verdict_line(judgement))
+    parts.append(verdict_line(judgement, claim=experiment.expect is not None))
     return Group(*parts)

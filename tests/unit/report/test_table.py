@@ -193,3 +193,11 @@ def test_nodes_of_two_classes_keep_their_class_names() -> None:
     # before: two rows both named `test_x`
     assert "TestA::test_x" in out and "TestB::test_x" in out
     assert "reason" not in out  # the column only where a cell has something to say
+
+
+def test_only_a_judged_claim_is_called_causal() -> None:
+    passed = Judgement(Verdict.PASS, ("the checker found nothing",))
+    assert "(causal)" in table.verdict_line(passed).plain
+    # a scan states no expectations: its PASS claims nothing about a fix
+    scanned = table.verdict_line(passed, claim=False).plain
+    assert scanned.startswith("verdict: PASS\n") and "causal" not in scanned
