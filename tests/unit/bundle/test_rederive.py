@@ -5,7 +5,9 @@ findings deleted, or its summary changed, does not."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from orchestrator.backends.asan import log as asan_log
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.bundle import rederive
+from orchestrator.executors import channel
 from orchestrator.model import Attempt, Checker, Launch
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -25,15 +28,24 @@ LOGS = sorted(
 
 
 def recorded(log: Path, root: Path) -> tuple[str, Attempt]:
-    """(backend, the attempt as a run records it) with the log in the bundle `root`."""
+    """(backend, the attempt as a run records it) with the log in the bundle `root`, as
+    the checker's own channel file beside the launch's output log (`executors.channel`),
+    its parse the executor's."""
     expected = json.loads(log.with_suffix(".expected.json").read_text())
     backend = "asan" if expected["parser"] == "asan" else "compute-sanitizer"
     checker = Checker(expected.get("checker", "asan"))
     rel = Path("logs") / "v" / "r" / "c" / "r0.log"
     (root / rel).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(log, root / rel)
-    with open(log, encoding="utf-8", errors="replace") as f:
-        parse = asan_log.parse(f) if backend == "asan" else cs_log.parse(f, checker=checker)
+    (root / rel).write_text("the case's own output: never parsed for findings\n")
+    prefix = root / channel.prefix_for(rel, 0)
+    text = log.read_text(encoding="utf-8", errors="replace")
+    if backend == "asan":
+        pid = re.search(r"==(\d+)==", text)
+        shutil.copy(log, f"{prefix}.{pid[1] if pid else 4242}")
+        parse = channel.read_asan(prefix, asan_log.parse)
+    else:
+        shutil.copy(log, f"{prefix}.4242.log")
+        parse = channel.read_cs(prefix, functools.partial(cs_log.parse, checker=checker))
     attempt = Attempt(
         "v", "r", "c", 0, Checker.ASAN if backend == "asan" else checker,
         parse=parse, launches=(Launch(("prog",), (), "", rel),),
