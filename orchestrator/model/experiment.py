@@ -107,14 +107,14 @@ class Run(Record):
     name: str
     checker: Checker
     options: tuple[str, ...] = ()  # extra compute-sanitizer options
-    preset: str = ""  # a named set of options (config/schema.py's PRESETS), "" for none
-    target_processes: str = ""  # compute-sanitizer's --target-processes; "" the tool's default
     env: Env = ()
     repeats: int | None = None  # None: the experiment's
     timeout: float | None = None  # seconds per attempt; None: the experiment's
     description: str = ""
     suppressions: tuple[Suppression, ...] = ()  # findings they match are kept, marked
     case_timeout: float | None = None  # seconds per pytest case; None: the experiment's
+    preset: str = ""  # a named set of options (config/schema.py's PRESETS), "" for none
+    target_processes: str = ""  # compute-sanitizer's --target-processes; "" the tool's default
 
 
 @dataclass(frozen=True)

@@ -57,9 +57,16 @@ def start(place: Path, *args: str | os.PathLike[str], **kwargs) -> subprocess.Po
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        env=_env(place),
         **kwargs,
     )
+
+
+def _env(place: Path) -> dict[str, str]:
+    """csorch's environment for a try in `place`: its build cache (and so its work
+    directory, CACHE/work) under place/build/csorch-cache, never the user's."""
+    cache = str(place / "build" / "csorch-cache")
+    return {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", "CSORCH_CACHE_DIR": cache}
 
 
 def csorch(place: Path, *args: str | os.PathLike[str], timeout: float = 240):
@@ -70,7 +77,7 @@ def csorch(place: Path, *args: str | os.PathLike[str], timeout: float = 240):
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        env=_env(place),
     )
 
 

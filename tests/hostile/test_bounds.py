@@ -49,10 +49,11 @@ def test_a_huge_repeat_flag_is_a_usage_error(place: Path) -> None:
 
 
 def test_a_source_that_contains_the_work_directory_is_refused(place: Path) -> None:
-    inner = place / "subject" / "inner"  # csorch runs here: its work dir is in the source
+    inner = place / "subject" / "inner"  # the cache, and its work dir, in the source
     inner.mkdir()
     config = experiment(place, source=str(place / "subject"))
-    done = csorch(inner, "run", config, "--backend", "asan", "--out", place / "out")
+    done = csorch(place, "run", config, "--backend", "asan", "--out", place / "out",
+                  "--cache-dir", inner / "cache")  # fmt: skip
     assert "RecursionError" not in said(done) and "Traceback" not in said(done)
     assert done.returncode == 3, said(done)[-3000:]
     assert "work directory" in said(done) and "inside" in said(done)

@@ -135,12 +135,12 @@ def test_each_attempt_of_a_command_case_gets_its_own_tree(place: Path) -> None:
 
 @pytest.mark.parametrize(
     "where",
-    ["subject/results", "build/csorch-cache/inside", "build/csorch-work/inside", "/"],
+    ["subject/results", "build/csorch-cache/inside", "build/csorch-cache/work/inside", "/"],
 )
 def test_out_may_not_be_a_place_csorch_does_not_own(place: Path, where: str) -> None:
     config = experiment(place)
     (place / "build" / "csorch-cache").mkdir(parents=True)
-    (place / "build" / "csorch-work").mkdir(parents=True)
+    (place / "build" / "csorch-cache" / "work").mkdir(parents=True)
     before = snapshot(place / "subject")
     done = csorch(place, "run", config, "--backend", "asan", "--out", where)
     assert done.returncode == 2, said(done)[-3000:]

@@ -60,9 +60,9 @@ def test_the_table_of_an_interrupted_bundle(cprog_bundles, tmp_path: Path) -> No
 def test_usage_errors(cprog_bundles, tmp_path: Path) -> None:
     missing = report(str(tmp_path / "nowhere"), "-f", "markdown")
     assert missing.exit_code == ExitCode.USAGE and "no results.json" in missing.output
-    unknown = report(str(cprog_bundles["pass"]), "--format", "html")
+    unknown = report(str(cprog_bundles["pass"]), "--format", "pdf")
     assert unknown.exit_code == ExitCode.USAGE
-    assert "unknown format 'html'" in unknown.output and "markdown" in unknown.output
+    assert "unknown format 'pdf'" in unknown.output and "markdown" in unknown.output
 
     other = edited(cprog_bundles["pass"], tmp_path / "a", lambda r: r.update(schema="x/9"))
     wrong = report(str(other), "-f", "sarif")
@@ -130,12 +130,12 @@ def test_a_gate_directory_renders_its_verdict_and_every_bundle(
     import shutil
 
     from orchestrator import gate
-    from orchestrator.gate import pipeline
+    from orchestrator.gate import pipeline, stored
 
     out = tmp_path / "gate"
     out.mkdir()
     shutil.copytree(cprog_bundles["pass"], out / "c-oob")
-    judged = [pipeline.stored(out / "c-oob")]
+    judged = [stored.stored(out / "c-oob")]
     result = gate.decide(gate.Policy("g", (Path("/x.yaml"),)), judged)
     pipeline.finish(out, result, judged, "stored report.md\n")
     # before: "is not a results bundle"

@@ -128,6 +128,8 @@ def test_a_gate_that_cannot_write_its_evidence_does_not_pass(gate_dir: Path, tmp
     (tmp_path / "file").write_text("x")
     done = csorch("gate", str(GATE), "--from", str(gate_dir), "--out", str(tmp_path / "file"),
                   cwd=tmp_path)  # fmt: skip
-    assert "gate: PASS" in done.stdout  # the judgement itself passed...
-    assert done.returncode == 3 and "--out" in done.stderr  # ...but nothing records it
+    # refused before anything is judged: a usage error naming the path, never a PASS
+    # (a gate.json that cannot be written after the judgement: tests/unit/gate/test_pipeline)
+    assert done.returncode == 2 and "is a file" in done.stderr, done.stdout + done.stderr
+    assert "gate: PASS" not in done.stdout
     assert "Traceback" not in done.stderr
