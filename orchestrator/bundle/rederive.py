@@ -24,7 +24,7 @@ from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.bundle.layout import LOGS, RESULTS
 from orchestrator.bundle.read import Records, records
 from orchestrator.errors import CsorchError
-from orchestrator.executors import attempt_log, channel
+from orchestrator.executors import attempt_log, channel, slurm
 from orchestrator.files import read_json
 from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.model import Attempt, Checker, ParseResult
@@ -117,6 +117,10 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
         if build.log is not None:
             claimed.add(Path(build.log).as_posix())
     for attempt in recs.attempts:
+        if attempt.placement is not None and attempt.placement.executor == "slurm":
+            # Slurm's output of every try (a retried task has one per try)
+            for tried in attempt.placement.tries or (attempt.placement.job_id,):
+                claimed.add(slurm.output_log(attempt.variant, tried.split(" ", 1)[0].rstrip(":")))
         for k, launch in enumerate(attempt.launches):
             rel = Path(launch.log).as_posix()
             claimed.add(rel)

@@ -38,6 +38,7 @@ from orchestrator.backends import Asan, ComputeSanitizer
 from orchestrator.config.slurm import SlurmSettings, sbatch_argv
 from orchestrator.errors import CsorchError
 from orchestrator.executors import execute
+from orchestrator.executors.slurm import output_log
 from orchestrator.executors.slurm.queue import (
     SACCT_DISABLED_RE,
     SACCT_FORMAT,
@@ -111,7 +112,7 @@ class _Array:
         self.settings, self.jobs, self.built, self.ctx = settings, list(jobs), built, ctx
         self.placed, self.done = placed, done
         self.spool = ctx.scratch.parent / "slurm" / built.variant
-        self.output = ctx.root / "logs" / "slurm" / built.variant
+        self.output = (ctx.root / output_log(built.variant, "-")).parent
         self.arrays: list[str] = []  # every array job id submitted, for scancel
         self.waiting: dict[str, int] = {}  # task id -> index into jobs
         self.tries: dict[int, list[str]] = {i: [] for i in range(len(self.jobs))}
