@@ -7,7 +7,11 @@ requirements second (`-p no:xdist` unless the arguments ask for xdist: its worke
 the case markers from the checker's log); with a `case_timeout`, `-p
 orchestrator.markers.timeout` ends a hung test as one ERROR case. A command case runs its
 argv in the variant's built tree. Both see CSORCH_CHECKER, the tool watching them
-(memcheck, initcheck, racecheck, synccheck, asan or none), to adapt to it. Either is
+(memcheck, initcheck, racecheck, synccheck, asan or none), to adapt to it; a pytest case
+with none also gets CSORCH_FAST_EXIT=1 (the plugin leaves without the interpreter's
+teardown once the session's end is marked: nothing reads it; a run's `env` that sets
+CSORCH_FAST_EXIT to anything else keeps the teardown, for tests whose atexit work
+matters). Either is
 wrapped by the run's checker: compute-sanitizer prefixes the argv, ASan preloads its
 runtime. A run with no checker
 still preloads the ASan runtime when the build is instrumented (it cannot load
@@ -254,6 +258,8 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         "PYTHONDONTWRITEBYTECODE": "1",
         "CSORCH_CHECKER": checker_for(run, ctx.backend).value,
     }
+    if checker_for(run, ctx.backend) is Checker.NONE and "CSORCH_FAST_EXIT" not in dict(run.env):
+        env["CSORCH_FAST_EXIT"] = "1"  # nothing reads a plain run's teardown: skip it
     if limit is not None:
         env[case_timeout.ENV] = f"{limit:g}"
     if build.import_path:

@@ -20,6 +20,12 @@ it ends the shim's epoch at each case's start and end, so that the repeats the s
 counted are written between the markers of the case that made them.
 
 It also serves csorch's executor, through the environment:
+- ``CSORCH_FAST_EXIT=1`` (a run with no checker): once the session's end is marked and
+  every other plugin has unconfigured, the process leaves with ``os._exit`` and pytest's
+  exit status, skipping the interpreter's and torch's teardown, which nothing reads in
+  a plain run. Read at start-up, so a test that changes the environment changes nothing;
+  never under a checker, whose exit report (ASan's leak check, compute-sanitizer's
+  summary) comes from that teardown.
 - ``CSORCH_DONE_FILE``: node ids (one a line) already run by an earlier process of the
   same attempt; they are deselected, so a fresh process continues after a crash.
 - ``CSORCH_PACKAGE_DIR`` and ``CSORCH_PACKAGES``: the build under test; if one of those
@@ -31,6 +37,7 @@ in this process would fail for no reason of its own); csorch reruns the rest els
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import importlib.util
@@ -55,6 +62,9 @@ CLOCK = "[csorch-clock]"
 _fold_flush = None  # the fold shim's csorch_asan_fold_flush, where it is preloaded
 _checker_line = None  # the ASan runtime's __sanitizer_report_error_summary, where loaded
 _markers_fd = 2  # the markers file (CSORCH_MARKERS), else stderr
+FAST_EXIT_VAR = "CSORCH_FAST_EXIT"
+_fast_exit = False  # CSORCH_FAST_EXIT=1 at start-up and no checker watching
+_session = None  # the session, for its final exit status at unconfigure
 COLLECT_ERROR = "[csorch-collect-error]"
 #: set by csorch under compute-sanitizer: each test runs under a frame naming its case
 CASE_FRAMES_VAR = "CSORCH_CASE_FRAMES"
@@ -90,7 +100,10 @@ def _flush_folds() -> None:
 
 
 def pytest_configure(config):
-    global _fold_flush, _checker_line, _markers_fd
+    global _fold_flush, _checker_line, _markers_fd, _fast_exit
+    _fast_exit = (
+        os.environ.get(FAST_EXIT_VAR) == "1" and os.environ.get("CSORCH_CHECKER") == "none"
+    )
     path = os.environ.get("CSORCH_MARKERS")
     if path:
         _markers_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
@@ -148,6 +161,16 @@ def pytest_collection_finish(session):
             origin = spec.origin if spec is not None else None
         if origin is None or not Path(origin).resolve().is_relative_to(root_path):
             message = f"{name} comes from {origin}, not from the build under test {root}"
+            if origin is not None and Path(origin).resolve().is_relative_to(
+                session.config.rootpath.resolve()
+            ):
+                message += (
+                    "; the tests' own tree is ahead of the build on sys.path: pytest's"
+                    " default import mode puts a test's directory there (add"
+                    " --import-mode=importlib to the case's args), a `pythonpath` setting"
+                    " in the project's pytest configuration puts its own (-o pythonpath=),"
+                    " a conftest.py may insert one (--noconftest)"
+                )
             _mark(IMPORT_ERROR, name, f" {message}")
             pytest.exit(f"csorch: {message}", returncode=4)
 
@@ -274,5 +297,18 @@ def pytest_runtest_logfinish(nodeid, location):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    global _session
+    _session = session
     _clock("session-end")
     _mark(SESSION_END, str(int(exitstatus)))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    # the last hook of a session: every plugin has written what it writes
+    if not _fast_exit or _session is None:
+        return
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            stream.flush()
+    os._exit(int(_session.exitstatus))

@@ -5,6 +5,7 @@ by another copy of its package, command cases, and an ASan-wrapped run."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from orchestrator.model import (
 )
 from orchestrator.model.job import Job
 
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.process  # builds, runs a checker, git or a child process
 
 SUITE = """\
@@ -227,6 +229,34 @@ def test_a_shadowed_build_is_an_error(tmp_path: Path, suite: Path, built: Build)
     a = execute.execute(Job("v", "plain", "suite", 0), built, context(tmp_path, suite))
     assert not a.conclusive and "subjmod comes from" in a.error
     assert str(suite.parent / "subjmod") in a.error and a.nodes == ()
+    assert "--import-mode=importlib" in a.error  # the way out, where the tests' tree is it
+
+
+def test_a_projects_pythonpath_setting_that_shadows_the_build_names_the_way_out(
+    tmp_path: Path, built: Build
+) -> None:
+    """A project whose pytest configuration puts its source tree on sys.path (`pythonpath`
+    in pyproject.toml, as megablocks does): the case stops naming the setting; with `-o
+    pythonpath=` in its args the same tests run against the build."""
+    project = tmp_path / "project"
+    (project / "src" / "subjmod").mkdir(parents=True)
+    (project / "src" / "subjmod" / "__init__.py").write_text('WHERE = "source"\n')
+    (project / "tests").mkdir()
+    (project / "tests" / "test_where.py").write_text(
+        "import subjmod\ndef test_where():\n    assert subjmod.WHERE == 'build'\n"
+    )
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n')
+    target = (str(project / "tests" / "test_where.py"),)
+    for args, shadowed in (((), True), (("-o", "pythonpath="), False)):
+        cases = (Case("where", CaseKind.PYTEST, target, args=args),)
+        ctx = _with(context(tmp_path, project / "tests" / "test_where.py"), cases=cases)
+        a = execute.execute(Job("v", "plain", "where", int(not shadowed)), built, ctx)
+        if shadowed:
+            assert not a.conclusive and "subjmod comes from" in a.error
+            assert str(project / "src" / "subjmod") in a.error
+            assert "-o pythonpath=" in a.error
+        else:
+            assert a.conclusive and outcomes(a) == {"test_where": Outcome.PASSED}, a.error
 
 
 def test_no_tests_is_an_error(tmp_path: Path, suite: Path, built: Build) -> None:
@@ -576,3 +606,43 @@ def test_the_project_s_environment_runs_the_cases(tmp_path: Path, built: Build) 
     assert path[:2] == [str(built.import_path), str(deps)]
 
 
+def test_a_plain_run_skips_the_teardown_nobody_reads_and_keeps_its_status(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    """With no checker the child leaves once its session's end is marked (the subject's
+    atexit work is not waited for) and still says how the session went; a test that
+    clears the flag from the environment changes nothing. Under a checker the teardown
+    runs: ASan's leak check and compute-sanitizer's summary come from it."""
+    marker = tmp_path / "teardown-ran"
+    (suite.parent / "test_exit.py").write_text(
+        "import atexit, os, pathlib\n"
+        f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
+        "def test_clears_the_flag():\n"
+        "    os.environ.pop('CSORCH_FAST_EXIT', None)\n"
+        "def test_fails():\n"
+        "    assert False\n"
+    )
+    cases = (Case("exit", CaseKind.PYTEST, (str(suite.parent / "test_exit.py"),)),)
+    ctx = _with(context(tmp_path, suite), cases=cases)
+    a = execute.execute(Job("v", "plain", "exit", 0), built, ctx)
+    assert dict(a.env)["CSORCH_FAST_EXIT"] == "1" and a.conclusive
+    assert outcomes(a) == {"test_clears_the_flag": Outcome.PASSED, "test_fails": Outcome.FAILED}
+    assert a.launches[0].returncode == 1  # pytest's own status: a test failed
+    assert not marker.exists()
+
+    # a run that asks for the teardown (its env sets the flag otherwise) keeps it
+    ctx = _with(context(tmp_path, suite, env=[("CSORCH_FAST_EXIT", "0")]), cases=cases)
+    a = execute.execute(Job("v", "plain", "exit", 1), built, ctx)
+    assert dict(a.env)["CSORCH_FAST_EXIT"] == "0" and a.launches[0].returncode == 1
+    assert marker.read_text() == "ran"
+    marker.unlink()
+
+    # the plugin's choice is the executor's: without the flag the interpreter tears down
+    direct = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "orchestrator.markers.plugin", "-s",
+         "-p", "no:cacheprovider", str(suite.parent / "test_exit.py")],
+        capture_output=True, text=True,
+        env={**os.environ, "CSORCH_CHECKER": "none", "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert direct.returncode == 1 and marker.read_text() == "ran"
