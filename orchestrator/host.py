@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -312,6 +313,10 @@ def start(python: str, checkers: Checkers | Callable[[], Checkers]) -> Facts:
         nvcc_f = pool.submit(_lines, ["nvcc", "--version"])
         cc_f = pool.submit(_first_line, [os.environ.get("CC", "cc"), "--version"])
         cxx_f = pool.submit(_first_line, [os.environ.get("CXX", "c++"), "--version"])
+        # the version of the interpreter the builds and cases use (a project's venv may
+        # be another Python than csorch's own)
+        ask = [python, "-c", "import platform; print(platform.python_version())"]
+        version_of = pool.submit(_first_line, ask) if python != sys.executable else None
         found = checkers_f.result() if checkers_f is not None else checkers
         nvcc, cc, cxx = nvcc_f.result(), cc_f.result(), cxx_f.result()
         why = next((f"{k} is set" for k in CUDA_VIEW_ENV if k in os.environ), "")
@@ -331,8 +336,9 @@ def start(python: str, checkers: Checkers | Callable[[], Checkers]) -> Facts:
         driver = _first_line(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
     assert not callable(found)
     cs_version, cs_path = _tool(found[0])
+    version = (version_of.result() if version_of else "") or platform.python_version()
     base = Host(
-        python=f"{platform.python_version()} ({python})",
+        python=f"{version} ({python})",
         platform=platform.platform(),
         driver=driver,
         cc=cc,

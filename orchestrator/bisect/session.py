@@ -77,7 +77,7 @@ def prepare(
     same search's resumed) in `out_dir`, `probes` commits a round; CsorchError on bad
     input."""
     experiment = load_experiment(asked.config)
-    choice, facts = options.choose_backend(asked.backend)
+    choice, facts = options.choose_backend(asked.backend, options.interpreter_of([experiment]))
     subj = evaluator.subject(experiment, asked.variant, choice.backend)
     repo, sub = evaluator.locate(experiment, subj.variant, asked.repo, asked.subdir)
     if not (Path(repo) / sub).resolve().is_relative_to(Path(repo).resolve()):

@@ -27,7 +27,7 @@ def check(
     try:
         options.check_backend(backend)
         experiment = load_experiment(config)
-        choice, _ = options.choose_backend(backend)
+        choice, _ = options.choose_backend(backend, options.interpreter_of([experiment]))
     except CsorchError as exc:
         raise fail(exc) from None
     plan = preview(experiment, choice.backend, choice.reason)

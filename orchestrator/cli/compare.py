@@ -77,7 +77,9 @@ def compare_command(
         assert experiment is not None
         target = out_dir or options.default_out(experiment.name)
         try:
-            choice, facts = options.choose_backend(backend)
+            choice, facts = options.choose_backend(
+                backend, options.interpreter_of([experiment])
+            )
             options.check_out(target)
             places.check_directory(cache_dir, "--cache-dir")
             places.check_out(

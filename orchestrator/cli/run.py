@@ -111,7 +111,7 @@ def run_command(
         options.check_repeat(experiment, repeat)
         runner = executor_for(experiment, executor, slurm)
         check_local_only(runner, devices)
-        choice, facts = options.choose_backend(backend)
+        choice, facts = options.choose_backend(backend, options.interpreter_of([experiment]))
         device_list = (
             options.resolve_devices(devices, choice.backend, facts.fast) if runner is None else ()
         )

@@ -390,7 +390,9 @@ def run(
         ran = False
     else:
         out = out or options.default_out(plan.policy.name)
-        choice, facts = options.choose_backend(settings.backend)
+        choice, facts = options.choose_backend(
+            settings.backend, options.interpreter_of(plan.experiments)
+        )
         if request.resume is None:
             check_new(out)
         reporter.backend(choice)

@@ -126,15 +126,24 @@ def check_backend(name: str) -> None:
         )
 
 
-def choose_backend(requested: str) -> tuple[backends.Choice, host.Facts]:
+def choose_backend(requested: str, python: str = "") -> tuple[backends.Choice, host.Facts]:
     """The backend to run with and the host's facts (torch's own answer still coming:
-    the pipeline joins it behind the builds); CsorchError for an unknown name or a
-    checker asked for by name that is missing."""
+    the pipeline joins it behind the builds), asked of `python` (the experiments' own
+    interpreter, the config's `python:`; csorch's where empty): the torch, CUDA and
+    Python the bundle records are the ones the builds and cases use. CsorchError for an
+    unknown name or a checker asked for by name that is missing."""
     check_backend(requested)
-    facts = host.start(sys.executable, backends.probe_checkers)
+    facts = host.start(python or sys.executable, backends.probe_checkers)
     sanitizer, asan = facts.checkers
     choice = backends.choose(requested, gpus=len(facts.fast.gpus), sanitizer=sanitizer, asan=asan)
     return choice, facts
+
+
+def interpreter_of(experiments) -> str:
+    """The one interpreter every experiment names with `python:` ("" when none does or
+    they differ: then the host is csorch's own, and each build records its own)."""
+    named = {e.environment.python for e in experiments}
+    return named.pop() if len(named) == 1 else ""
 
 
 def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ of nvidia-smi's lines are pure and tested on their texts."""
 
 from __future__ import annotations
 
+import platform
 import sys
 import time
 from pathlib import Path
@@ -234,3 +235,22 @@ def test_smi_gpus() -> None:
     ]:
         with pytest.raises(ValueError, match=why):
             host.smi_gpus(lines)
+
+
+def test_the_host_is_the_projects_interpreter_where_a_config_names_one(tmp_path: Path) -> None:
+    """`python:` may be another Python than csorch's: the version recorded is the one that
+    interpreter reports, beside its path (a wrapper that answers as 3.99.1 stands in for
+    a venv of another Python; the torch it imports is csorch's, as a venv's would be)."""
+    wrapper = tmp_path / "venv" / "bin" / "python"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *python_version*) echo 3.99.1; exit 0;; esac\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    found = host.start(str(wrapper), backends.probe_checkers).full()
+    assert found.python == f"3.99.1 ({wrapper})"
+    assert found.torch  # asked of the wrapper, which runs csorch's interpreter
+    own = host.start(sys.executable, backends.probe_checkers).full()
+    assert own.python.split(" ")[0] == platform.python_version()
