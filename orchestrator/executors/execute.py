@@ -6,7 +6,8 @@ config's `python:`, else csorch's), with the variant's build first on PYTHONPATH
 requirements second (`-p no:xdist` unless the arguments ask for xdist: its workers would hide
 the case markers from the checker's log); with a `case_timeout`, `-p
 orchestrator.markers.timeout` ends a hung test as one ERROR case. A command case runs its
-argv in the variant's built tree. Both see CSORCH_CHECKER, the tool watching them
+argv in a copy of the variant's built tree, with the build and its test requirements
+first on PYTHONPATH as for a pytest case. Both see CSORCH_CHECKER, the tool watching them
 (memcheck, initcheck, racecheck, synccheck, asan or none), to adapt to it; a pytest case
 with none also gets CSORCH_FAST_EXIT=1 (the plugin leaves without the interpreter's
 teardown once the session's end is marked: nothing reads it; a run's `env` that sets
@@ -395,6 +396,12 @@ def _signalled(node: NodeResult, returncode: int | None) -> NodeResult:
 
 def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attempt:
     env = {**dict(run.env), "CSORCH_CHECKER": checker_for(run, ctx.backend).value}
+    # a Python program the case runs imports the build under test, as a pytest case does
+    path = [str(p) for p in (build.import_path, build.requirements_path) if p]
+    if path:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [*path, *filter(None, [dict(run.env).get("PYTHONPATH", os.environ.get("PYTHONPATH"))])]
+        )
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
     stem = ctx.root / "logs" / (job.stem() + ".launch0")

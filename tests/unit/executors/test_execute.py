@@ -281,6 +281,19 @@ def test_command_cases_run_in_the_built_tree(tmp_path: Path, suite: Path, built:
     assert "ran" in (tmp_path / "bundle" / ok.log).read_text()
 
 
+def test_a_command_case_imports_the_build_under_test(
+    tmp_path: Path, suite: Path, built: Build
+) -> None:
+    """A Python program run as a command case (a repro script, `python -c`) sees the
+    variant's build first on its path, not whatever the environment has."""
+    probe = "import subjmod, sys; sys.exit(0 if subjmod.WHERE == 'build' else 5)"
+    cases = (Case("py", CaseKind.COMMAND, command=(sys.executable, "-c", probe)),)
+    ctx = _with(context(tmp_path, suite), cases=cases)
+    a = execute.execute(Job("v", "plain", "py", 0), built, ctx)
+    assert a.outcome is Outcome.PASSED, (tmp_path / "bundle" / a.log).read_text()
+    assert dict(a.env)["PYTHONPATH"].split(os.pathsep)[0] == str(built.import_path)
+
+
 def test_an_attempt_records_the_gpu_it_used_and_checks_its_rank(
     tmp_path: Path, suite: Path, built: Build
 ) -> None:
