@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import re
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,19 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
+#: the temporary name an `atomic_write` of NAME uses: .NAME.<pid>-<8 hex>.tmp
+PARTIAL_RE = re.compile(r"^\.(?P<name>.+)\.[0-9]+-[0-9a-f]{8}\.tmp$")
+
+
 def atomic_write(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Replace `path` with `text` in one rename. The temporary file is named before it is
+    created, so an interrupt at any point (KeyboardInterrupt from a signal handler) leaves
+    none behind; only a SIGKILL can, and `remove_partial_writes` clears that debris."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     replaced = False
     try:
-        # mkstemp creates 0600; a bundle is shared (CI artifacts): the usual umask applies
-        os.fchmod(fd, 0o666 & ~_UMASK)
+        # the usual umask applies: a bundle is shared (CI artifacts)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 & ~_UMASK)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -46,7 +53,18 @@ def atomic_write(path: Path, text: str) -> None:
         replaced = True
     finally:
         if not replaced:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
+
+
+def remove_partial_writes(directory: Path) -> list[Path]:
+    """Remove the temporary files of `atomic_write`s in `directory` that a killed process
+    never renamed (a resume starts from what the renames published); the ones removed."""
+    removed = []
+    for path in sorted(Path(directory).glob(".*.tmp")):
+        if PARTIAL_RE.match(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def read_json(path: Path, schema: str | None = None) -> dict[str, Any]:

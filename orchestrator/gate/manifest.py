@@ -258,8 +258,6 @@ def verify_gate(
     listed = set(FILES) | set(files) | {MANIFEST, SIGNATURE}
     listed |= {rel.split("/", 1)[0] for rel in inside}
     for extra in sorted(p.name for p in root.iterdir() if p.name not in listed):
-        if extra.startswith(".") and extra.endswith(".tmp"):
-            continue  # an atomic write in flight
         checks.append(
             Check(
                 Kind.GATE,

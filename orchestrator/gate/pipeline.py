@@ -25,7 +25,7 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
-from orchestrator.files import atomic_write
+from orchestrator.files import atomic_write, remove_partial_writes
 from orchestrator.gate import manifest, signing, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
@@ -337,6 +337,7 @@ def finish(
     written; CsorchError if the key cannot sign)."""
     doc = {"schema": GATE_SCHEMA, **result.to_dict()}
     out.mkdir(parents=True, exist_ok=True)
+    remove_partial_writes(out)  # a write a SIGKILL cut short: no file goes unlisted
     atomic_write(out / manifest.GATE, json.dumps(doc, indent=1))
     atomic_write(out / manifest.REPORT, report)
     # last: the manifest covers gate.json, report.md and each bundle judged

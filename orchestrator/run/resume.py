@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.files import file_digest
+from orchestrator.files import file_digest, remove_partial_writes
 from orchestrator.model import Attempt, Build, Experiment, SourceTree
 from orchestrator.model.job import Job, slot
 from orchestrator.run.journal import Journal, ResumeError, attempt_logs, intact, resume_command
@@ -81,7 +81,8 @@ def reopen(
 
 def keep(root: Path, journal: Journal, jobs: Sequence[Job]) -> dict[tuple, Attempt]:
     """The journaled attempts of `jobs` whose logs are intact, by `plan.slot`; every file
-    under logs/ that they do not account for is removed."""
+    under logs/ that they do not account for is removed, and so is the temporary file of
+    a bundle write that a SIGKILL cut short (the journal, not that file, is the record)."""
     stems = {slot(j): j.stem() for j in jobs}
     kept: dict[tuple, Attempt] = {}
     trusted: set[Path] = set()
@@ -94,6 +95,7 @@ def keep(root: Path, journal: Journal, jobs: Sequence[Job]) -> dict[tuple, Attem
     for path in sorted((root / "logs").rglob("*")):
         if path.is_file() and path not in trusted:
             path.unlink()
+    remove_partial_writes(root)
     return kept
 
 

@@ -228,7 +228,8 @@ def test_kill_sweep_resume_equals_an_uninterrupted_run(
         f"finished_before_signal={ran_to_end} kept={kept} rerun={rerun} "
         f"torn_lines={before.dropped}"
     )
-    assert verify.verify(out).ok
+    checked = verify.verify(out)
+    assert checked.ok, [c for c in checked.checks if c.status in verify.FAILING]
     assert differences(canonical(out, cache_dir), expected) == []
 
 
@@ -264,6 +265,24 @@ def test_a_tampered_log_or_journal_line_is_run_again(tmp_path: Path, finished) -
     assert "2 journaled record(s) not trusted (changed, torn or incomplete) run again" in said
     assert differences(canonical(out, cache_dir, was=src), expected) == []
     assert verify.verify(out).ok
+
+
+def test_a_write_a_sigkill_cut_short_is_cleared_on_resume(tmp_path: Path, finished) -> None:
+    """A SIGKILL between an atomic write's open and its rename leaves the temporary file:
+    verify calls it unlisted, and the resume removes it (a file of the user's own with a
+    like name but not the temporary's form is left to verify)."""
+    src, cache_dir = finished
+    out = tmp_path / "out"
+    shutil.copytree(src, out)
+    partial = out / ".results.json.4242-0badc0de.tmp"
+    partial.write_text('{"schema": "csorch-results/1", "verdict": "PA')
+    assert not verify.verify(out).ok  # before: the leftover is an unlisted file
+    done = csorch("run", "--resume", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not partial.exists()
+    checked = verify.verify(out)
+    assert checked.ok, [c for c in checked.checks if c.status in verify.FAILING]
+    assert differences(canonical(out, cache_dir, was=src), canonical(src, cache_dir)) == []
 
 
 def test_a_resume_of_another_run_is_refused(tmp_path: Path, finished, facts: Facts) -> None:

@@ -1,4 +1,5 @@
-"""files: the schema-checked JSON reader names the file, the key and what is wrong."""
+"""files: the schema-checked JSON reader names the file, the key and what is wrong; an
+atomic write leaves no temporary behind, and a killed one's debris is known by its name."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import files
 from orchestrator.errors import DocumentError
 from orchestrator.files import field, read_json
 
@@ -48,3 +50,29 @@ def test_field_names_the_key_and_the_types(tmp_path: Path) -> None:
         field({"judgement": "x"}, "judgement", (dict, type(None)), where)
     with pytest.raises(DocumentError, match="builds: missing"):
         field({}, "builds", list, where)
+
+
+def test_an_interrupted_atomic_write_leaves_the_old_file_and_no_temporary(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.json"
+    files.atomic_write(path, "old")
+    with pytest.raises(UnicodeEncodeError):  # fails mid-write, after the open
+        files.atomic_write(path, "new \ud800")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_remove_partial_writes_takes_only_atomic_write_temporaries(tmp_path: Path) -> None:
+    partial = tmp_path / ".gate.json.1234-89abcdef.tmp"
+    partial.write_text("{")
+    kept = [tmp_path / ".notes.tmp", tmp_path / "gate.json.1234-89abcdef.tmp"]
+    for p in kept:
+        p.write_text("mine")
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not csorch's")
+    link = tmp_path / ".report.md.1-00000000.tmp"
+    link.symlink_to(target)
+    assert files.PARTIAL_RE.match(partial.name)["name"] == "gate.json"
+    assert files.remove_partial_writes(tmp_path) == [partial]
+    assert all(p.exists() for p in kept) and link.is_symlink() and target.exists()

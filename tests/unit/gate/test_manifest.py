@@ -133,3 +133,15 @@ def test_a_gate_that_cannot_write_its_evidence_does_not_pass(gate_dir: Path, tmp
     assert done.returncode == 2 and "is a file" in done.stderr, done.stdout + done.stderr
     assert "gate: PASS" not in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_a_leftover_temporary_is_unlisted_until_the_gate_resumes(copy: Path) -> None:
+    """An atomic write's temporary file is evidence of nothing: verify names it, and the
+    gate's next write of its directory (a resume) clears it."""
+    partial = copy / ".gate.json.4242-0badc0de.tmp"
+    partial.write_text('{"verdict": "PASS"')
+    assert failing(copy) == [("gate", partial.name, "unlisted")]
+    done = csorch("gate", "--resume", str(copy), "--cache-dir", str(copy.parent / "cache"),
+                  cwd=copy.parent)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not partial.exists() and failing(copy) == []
