@@ -5,7 +5,9 @@ destroys the CUDA context; every CUDA call the process makes after it fails with
 sticky error of that fault (`cudaErrorLaunchFailure` "unspecified launch failure",
 `CUDA_ERROR_LAUNCH_FAILED`, `cudaErrorIllegalAddress` "an illegal memory access was
 encountered"), and memcheck reports each one: cudaFree, cudaMemcpy, cudaGetLastError,
-torch's caching allocator at exit. A control that plants a use-after-free shows them
+torch's caching allocator at exit. A device-side `assert()` (memcheck's "Warp assert",
+ATen's index checks among them) is as sticky: every later call fails with
+`cudaErrorAssert` "device-side assert triggered". A control that plants a use-after-free shows them
 beside the fault it is expected to show; they are that fault's consequences.
 
 `mark` links them: within one process's records, in log order, each API error with a
@@ -42,9 +44,11 @@ FAULT_KINDS = frozenset(
 #   Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" ...
 #   Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to "unspecified launch failure" ...
 #   Program hit cudaErrorIllegalAddress (error 700) due to "an illegal memory access ..."
+#   Program hit cudaErrorAssert (error 710) due to "device-side assert triggered" ...
 STICKY_RE = re.compile(
     r"cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED|cudaErrorIllegalAddress|"
-    r"CUDA_ERROR_ILLEGAL_ADDRESS|unspecified launch failure|illegal memory access"
+    r"CUDA_ERROR_ILLEGAL_ADDRESS|unspecified launch failure|illegal memory access|"
+    r"cudaErrorAssert|CUDA_ERROR_ASSERT|device-side assert triggered"
 )
 
 

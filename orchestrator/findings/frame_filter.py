@@ -20,6 +20,11 @@ from collections.abc import Iterable, Sequence
 
 from orchestrator.model import Frame
 
+# CUB and Thrust, also inside a project's own namespace (CUB_WRAPPED_NAMESPACE,
+# THRUST_WRAPPED_NAMESPACE: "void megablocks::cub::LoadDirectWarpStriped<...>(...)")
+CUB_RE = re.compile(r"^(?:[\w<>,* ]+ )?(?:cub\w*::|(?:\w+::)+cub::)")
+THRUST_RE = re.compile(r"^(?:[\w<>,* ]+ )?(?:\w+::)*thrust::")
+
 # function names, as printed (a return type may precede them: "void cub::...")
 FUNCTION_IGNORE: tuple[tuple[re.Pattern[str], str], ...] = (
     # ASan/LSan/UBSan runtime and libc start-up
@@ -36,8 +41,8 @@ FUNCTION_IGNORE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:[\w:<>,* ]+ )?\$?__(?!global__)[A-Za-z]\w*"), "CUDA device intrinsic"),
     (re.compile(r"^(?:[\w:<>,* ]+ )?\$__internal_"), "CUDA compiler helper"),
     # libraries the subject calls into
-    (re.compile(r"^(?:[\w<>,* ]+ )?cub(?:::|\w*::)"), "CUB"),
-    (re.compile(r"^(?:[\w<>,* ]+ )?thrust::"), "Thrust"),
+    (CUB_RE, "CUB"),
+    (THRUST_RE, "Thrust"),
     (re.compile(r"^(?:[\w<>,* ]+ )?cuda::(?:std::|__|ptx::|device::)"), "libcu++"),
     (re.compile(r"^(?:[\w<>,* ]+ )?(?:std::|__gnu_cxx::|__cxxabiv1::)"), "C++ standard library"),
 )

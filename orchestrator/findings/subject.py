@@ -32,8 +32,8 @@ from orchestrator.model import Finding, Frame
 
 # function names, as printed ("void cub::DeviceReduceKernel<...>(...)", "at::native::...")
 FUNCTION_LIBRARY: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^(?:[\w<>,* ]+ )?cub(?:::|\w*::)"), "CUB"),
-    (re.compile(r"^(?:[\w<>,* ]+ )?thrust::"), "Thrust"),
+    (frame_filter.CUB_RE, "CUB"),
+    (frame_filter.THRUST_RE, "Thrust"),
     (re.compile(r"^(?:[\w<>,* ]+ )?(?:cutlass|cute)::"), "CUTLASS"),
     (re.compile(r"^(?:[\w<>,* ]+ )?cuda::(?:std::|__|ptx::|device::)"), "libcu++"),
     (re.compile(r"^(?:[\w<>,* ]+ )?(?:at|c10|torch|caffe2)::"), "PyTorch"),

@@ -68,10 +68,12 @@ INVALID_ACCESS_RE = re.compile(
 # Misaligned Shared or Local Address    (also: Out-of-range Shared or Local Address)
 SHARED_LOCAL_RE = re.compile(r"^(?P<what>Misaligned|Out-of-range) Shared or Local Address$")
 # Warp Illegal Address    (hardware exceptions: imprecise, no access size; also Lane/Device)
+# Warp assert             (a device-side assert(), e.g. ATen's index checks; 2025.3 writes
+#                          it in lower case, so the wording is matched in either case)
 HARDWARE_RE = re.compile(
-    r"^(?:(?:Warp|Lane|Device) )?(?P<what>Illegal Address|Misaligned Address|"
+    r"^(?:(?:Warp|Lane|Device) )?(?P<what>(?i:Illegal Address|Misaligned Address|"
     r"Out-of-range Address|Invalid Address Space|Invalid PC|Misaligned PC|Illegal Instruction|"
-    r"Hardware Stack Overflow|User Stack Overflow|Assert)$"
+    r"Hardware Stack Overflow|User Stack Overflow|Assert))$"
 )
 # Malloc/Free error encountered : Double free
 MALLOC_FREE_RE = re.compile(r"^Malloc/Free error encountered\s*:\s*(?P<what>.+)$")

@@ -4,6 +4,7 @@ of the logs, not an excerpt."""
 
 from __future__ import annotations
 
+import lzma
 from pathlib import Path
 
 import pytest
@@ -11,17 +12,23 @@ import pytest
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.findings import follow_on, subject
 from orchestrator.findings.signatures import signature
-from orchestrator.model import Checker, Finding
+from orchestrator.model import Checker, Finding, ParseResult
 
 CAPTURES = (
     Path(__file__).resolve().parents[2] / "fixtures" / "compute-sanitizer" / "h200-thirdparty"
 )
 
 
+def parsed(name: str) -> ParseResult:
+    """The whole log (xz-compressed when the name says so: the megablocks captures are
+    MBs of repeated Python frames)."""
+    opener = lzma.open if name.endswith(".xz") else open
+    with opener(CAPTURES / name, "rt", encoding="utf-8") as lines:
+        return cs_log.parse(lines, checker=Checker.MEMCHECK, examples=None)
+
+
 def records(name: str) -> tuple[Finding, ...]:
-    with open(CAPTURES / name, encoding="utf-8") as lines:
-        parsed = cs_log.parse(lines, checker=Checker.MEMCHECK, examples=None)
-    return follow_on.mark(parsed.findings)
+    return follow_on.mark(parsed(name).findings)
 
 
 @pytest.mark.parametrize(
@@ -61,3 +68,40 @@ def test_a_cub_fault_is_named_by_the_subjects_host_frame_and_its_sequels_follow_
         "cudaMemcpy",
     ]
     assert {f.follows for f in sequels} == {follow_on.sig_id(faults[0])}
+
+
+MEGABLOCKS = "megablocks-sort.iota-temporary.memcheck.launch{}.log.xz"
+
+
+def test_a_fault_in_cub_of_a_wrapped_namespace_is_named_by_the_extensions_function() -> None:
+    """databricks/megablocks builds CUB inside its own namespace (`megablocks::cub::`):
+    its sort's reads of a freed temporary are CUB's, the signature the extension's."""
+    log = parsed(MEGABLOCKS.format(0))
+    assert log.complete and not log.count_mismatch and log.summary_count == 162
+    found = follow_on.mark(log.findings)
+    faults = [f for f in found if f.kind == "invalid-access"]
+    assert len(faults) == 160
+    # before: "megablocks::cub::LoadDirectWarpStriped<...>", a CUB template, named it
+    assert {signature(f).function for f in faults} == {"megablocks::cub_radix_sort<short>"}
+    assert all(subject.library(f.frames[0]) == "CUB" for f in faults)
+    sequels = [f for f in found if f.kind == "api-error"]
+    assert len(sequels) == 2 and {f.follows for f in sequels} == {follow_on.sig_id(faults[0])}
+
+
+def test_a_lower_case_warp_assert_is_parsed_and_its_sticky_errors_follow_it() -> None:
+    """compute-sanitizer 2025.3 writes a device-side assert() as "Warp assert": before,
+    468 records went unparsed and the log was inconclusive (summary 470, parsed 2)."""
+    log = parsed(MEGABLOCKS.format(1))
+    assert log.complete and log.unparsed == () and log.summary_count == 470
+    assert not log.count_mismatch
+    found = follow_on.mark(log.findings)
+    asserts = [f for f in found if f.kind == "hardware-exception"]
+    assert len(asserts) == 468 and {f.detail for f in asserts} == {"assert"}
+    sequels = [f for f in found if f.kind == "api-error"]
+    assert [f.code for f in sequels] == ["cudaErrorAssert", "cudaErrorAssert"]
+    assert {f.follows for f in sequels} == {follow_on.sig_id(asserts[0])}
+
+
+def test_the_fixed_megablocks_sort_is_clean() -> None:
+    log = parsed("megablocks-sort.fixed.memcheck.log.xz")
+    assert log.complete and log.findings == () and log.summary_count == 0

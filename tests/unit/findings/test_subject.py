@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.findings import subject
 from orchestrator.findings.signatures import group, signature
@@ -29,6 +31,23 @@ def test_library_frames_by_namespace_and_module() -> None:
     assert subject.library(Frame("", module="python")) == "CPython"
     # an argument type of the library's does not make the subject's function a library's
     assert subject.library(Frame("sumext::sum_cuda(at::Tensor const&)", module="_C.so")) == ""
+
+
+@pytest.mark.parametrize(
+    ("function", "library"),
+    [
+        # CUB_WRAPPED_NAMESPACE=megablocks (megablocks' setup.py): CUB inside the project's own
+        ("void megablocks::cub::LoadDirectWarpStriped<short, (int)16, short *>(int)", "CUB"),
+        ("megablocks::cub::detail::radix_sort::AgentRadixSortOnesweep<P, false>::Process()", "CUB"),
+        ("void ns::thrust::cuda_cub::core::_kernel_agent<F>(F)", "Thrust"),
+        # the project's own functions, however alike their names
+        ("megablocks::cub_radix_sort<short>", ""),
+        ("mylib::cubic::solve(float *)", ""),
+        ("void mylib::thrusters::fire()", ""),
+    ],
+)
+def test_cub_and_thrust_in_a_wrapped_namespace(function: str, library: str) -> None:
+    assert subject.library(Frame(function)) == library
 
 
 def test_subject_owns_native_frames_outside_libraries_and_python_only_when_named() -> None:
