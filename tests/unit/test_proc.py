@@ -140,14 +140,20 @@ def test_keyboard_interrupt_kills_the_group_and_propagates(tmp_path: Path) -> No
             time.sleep(0.02)
         os.kill(os.getpid(), signal.SIGINT)
 
+    # Python's own SIGINT handler, whatever this process inherited: a test run started in
+    # the background by a non-interactive shell ignores SIGINT, and the signal would be lost
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        proc.run(
-            [PY, "-c", _spawn_grandchild_code(pidfile)],
-            log_path=tmp_path / "log",
-            timeout=30,
-            grace=0.5,
-        )
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            proc.run(
+                [PY, "-c", _spawn_grandchild_code(pidfile)],
+                log_path=tmp_path / "log",
+                timeout=30,
+                grace=0.5,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert _wait_dead(int(pidfile.read_text()))
 
 
