@@ -55,7 +55,7 @@ Backend = Annotated[
     ),
 ]
 Jobs = Annotated[
-    int | None, typer.Option(min=1, help="child processes at once (default: CPU count, up to 8)")
+    int | None, typer.Option(min=1, help="child processes at once (default: CPU count, up to 16)")
 ]
 Repeat = Annotated[
     int | None, typer.Option(min=1, max=MAX_REPEATS, help="N for every run (at most 10,000)")

@@ -84,9 +84,16 @@ def check_repeat(experiment: Experiment, repeat: int | None) -> None:
         )
 
 
+#: the default's cap: every job may hold a CUDA context on one GPU (about 0.5 GiB each)
+MAX_DEFAULT_JOBS = 16
+
+
 def default_jobs() -> int:
-    """Child processes at once when none is asked for: the CPU count, up to 8."""
-    return min(os.cpu_count() or 1, 8)
+    """Child processes at once when none is asked for: the CPU count, up to 16. An
+    attempt under compute-sanitizer keeps more than one core busy, a build several: on
+    16 cores the release gate took 93.6 s cold with 8 jobs, 81.7 s with 12 and 86.2 s with
+    16 (H200, 2026-12-04; docs/benchmarks.md)."""
+    return min(os.cpu_count() or 1, MAX_DEFAULT_JOBS)
 
 
 def racecheck_workers(jobs: int) -> int:
