@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
+from orchestrator.files import load_json
+
 FORMAT = 1  # bump when the entry layout or the build protocol changes
 #: names the build cache's directory (over the XDG default; `--cache-dir` wins over both)
 ENV = "CSORCH_CACHE_DIR"
@@ -128,7 +130,7 @@ class Cache:
         """The entry's metadata if it is published (and marks it used), else None."""
         meta = self.entry(k) / META
         try:
-            data = json.loads(meta.read_text())
+            data = load_json(meta)
         except (OSError, ValueError):  # absent, unreadable, torn or not UTF-8: a miss
             return None
         if not isinstance(data, dict):

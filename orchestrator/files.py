@@ -2,21 +2,65 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from orchestrator.errors import DocumentError
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is not a regular one is ("" for a regular file)."""
+    if stat.S_ISREG(mode):
+        return ""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+class NotRegularFile(OSError):
+    """A path csorch reads back (a log, a JSON record, a digest's file) that is a named
+    pipe, a device, a socket or a directory: reading it could block forever or never end."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"{kind}, not a regular file", str(path))
+        self.kind = kind
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """`path` opened to read, only when it is a regular file: the check is made on the
+    opened descriptor (no race with a rename), and the open itself does not block (a named
+    pipe with no writer would hold `open` forever). NotRegularFile otherwise; OSError as
+    `open` raises it (FileNotFoundError included)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind:
+            raise NotRegularFile(Path(path), kind)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes, read in 1 MiB blocks."""
+    """sha256 of a regular file's bytes, read in 1 MiB blocks (NotRegularFile for a pipe,
+    a device or a socket, whose reading may never end)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
@@ -67,19 +111,45 @@ def remove_partial_writes(directory: Path) -> list[Path]:
     return removed
 
 
+def read_text(path: Path) -> str:
+    """A regular file's text (UTF-8): FileNotFoundError and OSError as `open` raises them,
+    NotRegularFile (an OSError) for a pipe, device or socket, UnicodeDecodeError (a
+    ValueError) for bytes that are not UTF-8."""
+    with open_regular(Path(path)) as f:
+        return f.read().decode("utf-8")
+
+
+def loads(text: str) -> Any:
+    """`json.loads`, with nesting too deep for the parser a ValueError like any other
+    damage (it is a RecursionError otherwise: a traceback from a hand-made document)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to be a document csorch wrote") from None
+
+
+def load_json(path: Path) -> Any:
+    """The JSON document in a regular file: OSError (FileNotFoundError, NotRegularFile
+    included) when it cannot be read, ValueError when it is no JSON. Every document csorch
+    reads back goes through here or `read_json`."""
+    return loads(read_text(path))
+
+
 def read_json(path: Path, schema: str | None = None) -> dict[str, Any]:
     """A JSON object csorch wrote, with its `schema` checked; DocumentError naming the file
     when it is missing, unreadable, not JSON, not an object or of another schema."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise DocumentError(path, "", "is missing") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DocumentError(path, "", f"cannot be read: {exc}") from None
     try:
-        doc = json.loads(text)
+        doc = loads(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(path, "", f"is not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    except ValueError as exc:
+        raise DocumentError(path, "", f"is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise DocumentError(path, "", f"is {type(doc).__name__} JSON, not an object")
     if schema is not None and doc.get("schema") != schema:

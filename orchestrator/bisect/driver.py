@@ -28,7 +28,7 @@ from orchestrator.bisect.evaluator import Evaluation, Subject
 from orchestrator.bisect.state import Bisection, Commit, Status, round_of
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
-from orchestrator.files import atomic_write
+from orchestrator.files import atomic_write, load_json
 from orchestrator.host import Facts
 from orchestrator.model import SourceSpec
 from orchestrator.model.record import Record
@@ -112,7 +112,7 @@ def load(out: Path) -> State | None:
     if not path.is_file():
         return None
     try:
-        doc = json.loads(path.read_text())
+        doc = load_json(path)
         if doc.get("schema") != SCHEMA:
             raise ValueError(f"schema {doc.get('schema')!r}, expected {SCHEMA}")
         return State.from_dict(doc["state"])

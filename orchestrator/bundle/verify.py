@@ -25,7 +25,6 @@ module reads files and hashes them; it prints nothing and never changes a file.
 from __future__ import annotations
 
 import enum
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -36,7 +35,7 @@ from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, rederive
 from orchestrator.bundle.layout import COVERED, LOCK, LOGS
 from orchestrator.cache import META
 from orchestrator.errors import BundleError
-from orchestrator.files import file_digest
+from orchestrator.files import file_digest, load_json, special_kind
 from orchestrator.model.record import Record
 
 
@@ -119,6 +118,10 @@ def _compare(
             )  # fmt: skip
         return Check(kind, shown, Status.NOT_CHECKABLE, subject, detail="no digest recorded")
     actual, error = _digest(path)
+    if error and kind in _OWN:
+        # the bundle's own file, there but unreadable or no regular file (a named pipe
+        # whose reading would block): not the file csorch wrote
+        return Check(kind, shown, Status.MISMATCH, subject, expected, detail=error)
     if error:
         return Check(kind, shown, Status.NOT_CHECKABLE, subject, expected, detail=error)
     if actual == expected:
@@ -211,6 +214,17 @@ def _tree(root: Path, known: set[str]) -> list[Check]:
         for rel in links
     ]
     for rel in files:
+        kind = special_kind((root / rel).lstat().st_mode)
+        if kind:  # a named pipe, a device, a socket: a reader would block on it
+            checks.append(
+                Check(
+                    Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
+                    rel,
+                    Status.MISMATCH,
+                    detail=f"{kind}: a bundle holds regular files only",
+                )
+            )
+            continue
         if rel not in known and rel != LOCK:
             actual, _ = _digest(root / rel)
             checks.append(
@@ -246,7 +260,7 @@ def _entry_digests(entry: Path) -> dict[str, str]:
     """path -> sha256 of the artifacts the cache entry's own metadata records ({} if none)."""
     try:
         # the entry's own record of its build, written when it was published
-        meta = json.loads((entry / META).read_text())
+        meta = load_json(entry / META)
         return {a["path"]: a["sha256"] for a in meta["build"]["artifacts"]}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
@@ -334,7 +348,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
     if not root.is_dir():
         raise BundleError(root, "not a directory")
     try:
-        doc = json.loads((root / MANIFEST).read_text())
+        doc = load_json(root / MANIFEST)
     except FileNotFoundError:
         raise BundleError(
             root, f"no {MANIFEST}", hint="give a directory written by `csorch run --out`"

@@ -8,31 +8,37 @@ the processes that wrote them are `execute`'s.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from orchestrator.files import NotRegularFile, open_regular
 from orchestrator.model import ParseResult
 
 
 def lines(path: Path) -> Iterator[str]:
     """The log's lines, streamed: a checker's log can run to gigabytes, and the parsers
-    keep only what they count (a missing log has none)."""
+    keep only what they count. A missing log has none, and so has a path that is no
+    regular file (a named pipe put in a bundle would block the reader forever): either
+    way the parse has no summary and is incomplete, never clean, and `bundle.verify`
+    names the file."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            yield from f
-    except FileNotFoundError:
+        raw = open_regular(path)
+    except (FileNotFoundError, NotRegularFile):
         return
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as f:
+        yield from f
 
 
 def last_words(path: Path, tail: int = 64 * 1024) -> str:
     """The log's last informative line (pytest's collection error, a traceback's end),
     from its last `tail` bytes."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - tail))
             lines = f.read().decode("utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotRegularFile):
         lines = []
     for line in reversed(lines):
         text = line.strip()

@@ -26,7 +26,7 @@ from orchestrator.bundle import MANIFEST, RESULTS, records
 from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.bundle.verify import Check, Kind, Status, Verification, verify
 from orchestrator.errors import BundleError, CsorchError
-from orchestrator.files import atomic_write, field, file_digest, read_json
+from orchestrator.files import atomic_write, field, file_digest, load_json, read_json
 from orchestrator.gate import signing
 
 SCHEMA = "csorch.gate-manifest/1"
@@ -71,7 +71,7 @@ def is_gate_dir(root: Path) -> bool:
 
 def _manifest(root: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads((root / MANIFEST).read_text())
+        doc = load_json(root / MANIFEST)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:

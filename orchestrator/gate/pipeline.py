@@ -25,7 +25,7 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
-from orchestrator.files import atomic_write, remove_partial_writes
+from orchestrator.files import atomic_write, load_json, remove_partial_writes
 from orchestrator.gate import manifest, signing, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
@@ -145,7 +145,7 @@ def saved(resume: Path) -> dict:
     """The gate run kept in `resume` (its configs and settings); CsorchError if none."""
     path = resume / GATE_RUN
     try:
-        doc = json.loads(path.read_text())
+        doc = load_json(path)
     except FileNotFoundError:
         raise journal.ResumeError(
             f"{resume} holds no gate to resume (no {GATE_RUN})",

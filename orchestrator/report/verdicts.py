@@ -3,7 +3,6 @@ prints them), and the gate's Markdown summary (the top of the gate's report.md).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from rich.text import Text
 
 from orchestrator import bundle
 from orchestrator.errors import BundleError
+from orchestrator.files import load_json
 from orchestrator.gate import allowances
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.manifest import GATE
@@ -148,7 +148,7 @@ def stored_gate(root: Path) -> tuple[GateResult, list[Path]]:
     BundleError when gate.json cannot be read back."""
     path = Path(root) / GATE
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = load_json(path)
         if not isinstance(doc, dict) or doc.get("schema") != GATE_SCHEMA:
             raise ValueError(f"not a {GATE_SCHEMA} document")
         result = GateResult.from_dict({k: v for k, v in doc.items() if k != "schema"})

@@ -37,7 +37,7 @@ from typing import Any
 
 from orchestrator import proc
 from orchestrator.errors import CsorchError
-from orchestrator.files import file_digest
+from orchestrator.files import file_digest, loads, open_regular
 from orchestrator.model import Attempt, Build, SourceTree
 from orchestrator.model.job import slot
 
@@ -63,8 +63,8 @@ def _line(doc: Mapping[str, Any]) -> str:
 def _parse(text: str) -> dict[str, Any] | None:
     """The record on one line, or None when it is torn or altered."""
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
+        doc = loads(text)
+    except ValueError:  # torn, altered, or nested past the parser's depth
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("sha256"), str):
         return None
@@ -132,7 +132,8 @@ class Journal:
         not a journal's."""
         path = Path(root) / JOURNAL
         try:
-            raw = path.read_bytes()
+            with open_regular(path) as f:  # a pipe put in its place would block the read
+                raw = f.read()
         except FileNotFoundError:
             raise ResumeError(
                 f"{root} holds no run to resume (no {JOURNAL})",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from orchestrator import proc
 from orchestrator.errors import PatchError, ProcessStartError, SourceError
-from orchestrator.files import file_digest
+from orchestrator.files import file_digest, special_kind
 from orchestrator.model import PatchRecord, SourceKind, SourceSpec, SourceTree, Variant
 
 #: names skipped at any depth: VCS data, caches and compiled objects
@@ -128,12 +128,39 @@ def check_links(tree: Path, source: str) -> None:
 
 
 def _copy(src: Path, dest: Path) -> None:
+    """`src` copied to `dest`: regular files, directories and links. A named pipe, socket or
+    device in the tree is a SourceError naming it (copying a pipe would block on it, and
+    none is a source a build can read as one)."""
+    special: list[str] = []
+
     def ignore(directory: str, names: list[str]) -> list[str]:
         top = Path(directory) == src
-        return [n for n in names if _excluded(n, top)]
+        skipped = [n for n in names if _excluded(n, top)]
+        for name in names:
+            if name in skipped:
+                continue
+            path = Path(directory) / name
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                continue  # gone meanwhile: copytree says so
+            if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
+                continue  # links are checked (check_links), directories walked
+            kind = special_kind(mode)
+            if kind:
+                special.append(f"{path.relative_to(src).as_posix()} ({kind})")
+                skipped.append(name)
+        return skipped
 
     # shutil.copy gives fresh mtimes: see the module docstring
     shutil.copytree(src, dest, symlinks=True, ignore=ignore, copy_function=shutil.copy)
+    if special:
+        more = f" and {len(special) - 5} more" if len(special) > 5 else ""
+        raise SourceError(
+            str(src),
+            f"holds what is not a file, directory or link: {', '.join(special[:5])}{more}",
+            hint="move it out of the source tree (csorch copies the tree; a pipe blocks a copy)",
+        )
 
 
 def _hunk(patch: Path, file: str, line: int) -> str:

@@ -3,6 +3,8 @@ atomic write leaves no temporary behind, and a killed one's debris is known by i
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,39 @@ def test_remove_partial_writes_takes_only_atomic_write_temporaries(tmp_path: Pat
     assert files.PARTIAL_RE.match(partial.name)["name"] == "gate.json"
     assert files.remove_partial_writes(tmp_path) == [partial]
     assert all(p.exists() for p in kept) and link.is_symlink() and target.exists()
+
+
+@pytest.mark.parametrize("make", ["fifo", "directory", "socket"])
+def test_a_reader_refuses_what_is_no_regular_file_without_blocking(tmp_path: Path, make) -> None:
+    # a named pipe with no writer: a plain open() would wait for one forever
+    path = tmp_path / "results.json"
+    if make == "fifo":
+        os.mkfifo(path)
+    elif make == "directory":
+        path.mkdir()
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+    # (a socket cannot even be opened: ENXIO, an OSError as well)
+    kind = {"fifo": "a named pipe", "directory": "a directory", "socket": "No such device"}[make]
+    with pytest.raises(OSError, match=kind):
+        files.file_digest(path)
+    with pytest.raises(OSError, match=kind):
+        files.load_json(path)
+    with pytest.raises(DocumentError, match=f"cannot be read: .*{kind}"):
+        read_json(path)
+
+
+def test_json_nested_past_the_parser_is_a_value_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        files.load_json(path)
+    with pytest.raises(DocumentError, match="nested too deeply"):
+        read_json(path)
+    assert files.load_json(_write(tmp_path / "ok.json", '{"a": [1]}')) == {"a": [1]}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
