@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -9,10 +10,63 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from orchestrator.errors import DocumentError
+
+#: the deepest directory csorch walks into: deeper trees are refused by name (Python's
+#: recursive tree tools, copytree, rmtree and rglob among them, fail near 500 levels)
+MAX_DEPTH = 200
+
+
+class TooDeep(OSError):
+    """A directory nested deeper than `MAX_DEPTH` (or the bound a walk was given)."""
+
+    def __init__(self, path: Path, limit: int) -> None:
+        super().__init__(errno.ELOOP, f"nested more than {limit} directories deep", str(path))
+        self.limit = limit
+
+
+def walk(top: Path, *, max_depth: int = MAX_DEPTH) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(top)` (top-down, links to directories listed among the directories and not
+    entered; a caller may prune the directory list it is given), without recursion, so that
+    a hostile tree cannot make it a RecursionError: TooDeep when a directory lies more
+    than `max_depth` levels below `top`."""
+    stack: list[tuple[str, int]] = [(os.fspath(top), 0)]
+    while stack:
+        here, depth = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue  # as os.walk: gone or unreadable
+        dirs, names = [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(entry.name)
+        yield here, dirs, names
+        below = [d for d in dirs if not os.path.islink(os.path.join(here, d))]
+        if below and depth + 1 > max_depth:
+            raise TooDeep(Path(here) / below[0], max_depth)
+        stack.extend((os.path.join(here, d), depth + 1) for d in reversed(below))
+
+
+def regular_files(top: Path, *, max_depth: int = MAX_DEPTH) -> list[Path]:
+    """Every regular file under `top` (not links, pipes or devices), sorted; TooDeep as
+    `walk`."""
+    out = []
+    for here, _, names in walk(top, max_depth=max_depth):
+        for name in names:
+            path = Path(here) / name
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(path.lstat().st_mode):
+                    out.append(path)
+    return sorted(out)
+
 
 _KINDS = (
     (stat.S_ISFIFO, "a named pipe"),

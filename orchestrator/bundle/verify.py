@@ -25,7 +25,6 @@ module reads files and hashes them; it prints nothing and never changes a file.
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from orchestrator.bundle.layout import COVERED, LOCK, LOGS
 from orchestrator.cache import META
 from orchestrator.errors import BundleError
 from orchestrator.files import file_digest, load_json, special_kind
+from orchestrator.files import walk as files_walk
 from orchestrator.model.record import Record
 
 
@@ -186,11 +186,20 @@ def _files(root: Path, listed: Mapping[str, str]) -> list[Check]:
     return checks
 
 
+#: deeper than any directory csorch writes in a bundle (logs/VARIANT/RUN/CASE/...)
+MAX_BUNDLE_DEPTH = 16
+
+
 def walk(root: Path) -> tuple[list[str], list[str]]:
-    """(files, symlinks) under `root`, relative, never following a link."""
+    """(files, symlinks) under `root`, relative, never following a link. A directory
+    nested deeper than csorch writes is listed among the symlinks' kind of problem (as a
+    file, not entered: `_tree` reports it)."""
     files, links = [], []
-    for top, dirs, names in os.walk(root, followlinks=False):
+    for top, dirs, names in files_walk(root):
         here = Path(top)
+        if len(here.relative_to(root).parts) >= MAX_BUNDLE_DEPTH and dirs:
+            links += [(here / d).relative_to(root).as_posix() + "/" for d in dirs]
+            dirs[:] = []  # not entered: nothing csorch wrote lies there
         for name in [*dirs, *names]:
             path = here / name
             rel = path.relative_to(root).as_posix()
@@ -207,9 +216,12 @@ def _tree(root: Path, known: set[str]) -> list[Check]:
     checks = [
         Check(
             Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
-            rel,
+            rel.rstrip("/"),
             Status.MISMATCH,
-            detail="a symlink: a bundle's evidence is its own files, not links to others",
+            detail=f"nested more than {MAX_BUNDLE_DEPTH} directories deep: csorch writes "
+            "nothing there"
+            if rel.endswith("/")
+            else "a symlink: a bundle's evidence is its own files, not links to others",
         )  # fmt: skip
         for rel in links
     ]

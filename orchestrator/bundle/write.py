@@ -26,7 +26,7 @@ from orchestrator.bundle.layout import (
     RESULTS,
     RESULTS_SCHEMA,
 )
-from orchestrator.files import atomic_write, file_digest
+from orchestrator.files import atomic_write, file_digest, regular_files
 from orchestrator.host import Host
 from orchestrator.judge.causality import Judgement
 from orchestrator.judge.tallies import CaseResult
@@ -66,9 +66,7 @@ class Bundle:
     def _log_hashes(self) -> dict[str, str]:
         """sha256 of every log, recomputed only for files that changed since last time."""
         out = {}
-        for path in sorted((self.root / "logs").rglob("*")):
-            if not path.is_file():
-                continue
+        for path in regular_files(self.root / "logs"):
             rel = path.relative_to(self.root).as_posix()
             st = path.stat()
             cached = self._hashes.get(rel)

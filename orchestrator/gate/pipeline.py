@@ -25,7 +25,8 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
-from orchestrator.files import atomic_write, load_json, remove_partial_writes
+from orchestrator.files import TooDeep, atomic_write, load_json, remove_partial_writes
+from orchestrator.files import walk as files_walk
 from orchestrator.gate import manifest, signing, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
@@ -213,7 +214,12 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
 def fresh(path: Path) -> bool:
     """Whether an experiment's directory can start from nothing: absent, or holding no
     file (a gate killed before the experiment's journal was written)."""
-    return not path.exists() or not any(p.is_file() for p in path.rglob("*"))
+    if not path.exists():
+        return True
+    try:
+        return not any(names for _, _, names in files_walk(path))
+    except TooDeep:
+        return False  # not nothing: whatever lies that deep is not csorch's to remove
 
 
 def begin(out: Path, configs: Sequence[Path], settings: Settings, backend: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.files import file_digest, remove_partial_writes
+from orchestrator.files import file_digest, regular_files, remove_partial_writes
 from orchestrator.model import Attempt, Build, Experiment, SourceTree
 from orchestrator.model.job import Job, slot
 from orchestrator.run.journal import Journal, ResumeError, attempt_logs, intact, resume_command
@@ -92,8 +92,8 @@ def keep(root: Path, journal: Journal, jobs: Sequence[Job]) -> dict[tuple, Attem
             kept[slot(attempt)] = attempt
             trusted |= {root / rel for rel in logs}
     # unlink (not truncate): a child orphaned by a SIGKILL may still hold its log open
-    for path in sorted((root / "logs").rglob("*")):
-        if path.is_file() and path not in trusted:
+    for path in regular_files(root / "logs"):
+        if path not in trusted:
             path.unlink()
     remove_partial_writes(root)
     return kept

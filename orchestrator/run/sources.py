@@ -29,7 +29,7 @@ from pathlib import Path
 
 from orchestrator import proc
 from orchestrator.errors import PatchError, ProcessStartError, SourceError
-from orchestrator.files import file_digest, special_kind
+from orchestrator.files import MAX_DEPTH, TooDeep, file_digest, special_kind, walk
 from orchestrator.model import PatchRecord, SourceKind, SourceSpec, SourceTree, Variant
 
 #: names skipped at any depth: VCS data, caches and compiled objects
@@ -70,9 +70,9 @@ def _excluded(name: str, top: bool) -> bool:
 
 def _walk(root: Path):
     """Relative paths of the files under `root` that belong to the source, and of its
-    symlinks to directories (os.walk lists those among the directories and does not
-    enter them: the link itself is the entry, so re-pointing it changes the digest)."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    symlinks to directories (`files.walk`, as os.walk, lists those among the directories
+    and does not enter them: the link itself is the entry, so re-pointing it changes the digest)."""
+    for dirpath, dirnames, filenames in walk(root):
         top = Path(dirpath) == root
         kept = sorted(d for d in dirnames if not _excluded(d, top))
         links = [d for d in kept if (Path(dirpath) / d).is_symlink()]
@@ -107,7 +107,7 @@ def check_links(tree: Path, source: str) -> None:
     """SourceError for a symlink in `tree` whose target lies outside it: the build (or a
     patch) would write through it into the user's files, outside the scratch copy."""
     root = tree.resolve()
-    for dirpath, dirnames, filenames in os.walk(tree):
+    for dirpath, dirnames, filenames in walk(tree):
         for name in (*dirnames, *filenames):
             path = Path(dirpath) / name
             if not path.is_symlink():
@@ -135,6 +135,8 @@ def _copy(src: Path, dest: Path) -> None:
 
     def ignore(directory: str, names: list[str]) -> list[str]:
         top = Path(directory) == src
+        if len(Path(directory).relative_to(src).parts) >= MAX_DEPTH:
+            raise TooDeep(Path(directory), MAX_DEPTH)  # before copytree's recursion runs out
         skipped = [n for n in names if _excluded(n, top)]
         for name in names:
             if name in skipped:
@@ -292,6 +294,16 @@ class Workspace:
         if dest.exists():
             shutil.rmtree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._materialize(variant, spec, dest)
+        except TooDeep as exc:
+            raise SourceError(
+                spec.location,
+                f"{exc.filename} is {exc.strerror}",
+                hint="no source is that deep: give the project's own directory",
+            ) from None
+
+    def _materialize(self, variant: Variant, spec: SourceSpec, dest: Path) -> SourceTree:
         commit = ""
         if spec.kind is SourceKind.PATH:
             if not Path(spec.location).is_dir():

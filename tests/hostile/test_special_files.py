@@ -113,3 +113,51 @@ def test_a_named_pipe_in_the_source_tree_is_refused_by_name(place: Path) -> None
     assert done.returncode == 3, said(done)
     assert "events (a named pipe)" in said(done), said(done)
     assert (place / "subject" / "events").exists()  # the user's tree as it was
+
+
+@pytest.fixture
+def nest():
+    """nest(top, depth): `top`/a/a/.../a, `depth` directories below `top` (os.makedirs
+    itself recurses), removed bottom-up afterwards (shutil.rmtree, pytest's clean-up of old
+    temp dirs included, recurses too)."""
+    made: list[Path] = []
+
+    def make(top: Path, depth: int) -> Path:
+        top.mkdir(exist_ok=True)
+        here = top
+        for _ in range(depth):
+            here = here / "a"
+            here.mkdir()
+            made.append(here)
+        (here / "deep.txt").write_text("at the bottom\n")
+        return here
+
+    yield make
+    for here in reversed(made):
+        for child in here.iterdir():
+            if not child.is_dir() or child.is_symlink():
+                child.unlink()
+        here.rmdir()
+
+
+def test_a_directory_nested_past_what_csorch_writes_does_not_verify(
+    cprog_bundles, tmp_path, nest
+):
+    # 1500 levels: Python's own recursive walks (os.walk, rglob) fail near 1000
+    bundle = copy(cprog_bundles["pass"], tmp_path)
+    nest(bundle / "logs", 1500)
+    done = cli("verify", str(bundle), cwd=tmp_path)
+    assert done.returncode == 1, said(done)[-3000:]
+    assert "directories deep" in said(done) and "Traceback" not in said(done)
+    judged = cli("compare", "--from", str(bundle), cwd=tmp_path)
+    assert judged.returncode == 3, said(judged)[-3000:]
+    assert "Traceback" not in said(judged)
+
+
+def test_a_source_tree_nested_past_the_bound_is_refused_by_name(place: Path, nest) -> None:
+    nest(place / "subject" / "vendor", 1500)
+    done = csorch(place, "run", experiment(place), "--backend", "asan", "--out", "b",
+                  timeout=DEADLINE)  # fmt: skip
+    assert done.returncode == 3, said(done)[-3000:]
+    assert "nested more than 200 directories deep" in said(done), said(done)[-3000:]
+    assert "Traceback" not in said(done)

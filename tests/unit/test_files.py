@@ -114,3 +114,31 @@ def test_json_nested_past_the_parser_is_a_value_error(tmp_path: Path) -> None:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_walk_is_os_walk_without_recursion_and_bounded(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "f").write_text("x")
+    (tmp_path / "top").write_text("y")
+    (tmp_path / "link").symlink_to(tmp_path / "a")  # listed among the directories, not entered
+    ours = {(d, tuple(sorted(ds)), tuple(sorted(ns))) for d, ds, ns in files.walk(tmp_path)}
+    theirs = {(d, tuple(sorted(ds)), tuple(sorted(ns))) for d, ds, ns in os.walk(tmp_path)}
+    assert ours == theirs
+    pruned = []
+    for here, dirs, _ in files.walk(tmp_path):  # a caller prunes as with os.walk
+        pruned.append(here)
+        dirs[:] = [d for d in dirs if d != "a"]
+    assert pruned == [str(tmp_path)]
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    made = [deep]
+    for _ in range(1200):  # past Python's recursion limit
+        made.append(made[-1] / "d")
+        made[-1].mkdir()
+    try:
+        with pytest.raises(files.TooDeep, match="nested more than 200 directories deep"):
+            list(files.walk(deep))
+        assert len(list(files.walk(deep, max_depth=2000))) == 1201
+    finally:  # bottom-up: shutil.rmtree (pytest's clean-up of old temp dirs) recurses
+        for here in reversed(made):
+            here.rmdir()
