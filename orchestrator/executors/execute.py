@@ -66,6 +66,8 @@ from orchestrator.model.kinds import aggregate
 
 CSORCH_ROOT = Path(orchestrator.__file__).resolve().parents[1]
 MAX_LAUNCHES = 64
+#: sizes a child's thread pool: OpenMP's, which torch's intra-op pool follows
+THREADS_VAR = "OMP_NUM_THREADS"
 #: pytest's own exit statuses that mean it could not run the cases at all
 PYTEST_BROKEN = {
     2: "interrupted (collection errors?)",
@@ -91,6 +93,8 @@ class Context:
     #: CUDA's GPU UUIDs by index, to check that a job given GPU k ran there; empty where
     #: csorch itself runs under CUDA_VISIBLE_DEVICES (its indices are then not the child's)
     gpu_uuids: tuple[str, ...] = ()
+    #: OMP_NUM_THREADS for every child (`run.options.child_threads`); 0: the host's default
+    threads: int = 0
 
 
 def packages(import_path: Path) -> tuple[str, ...]:
@@ -177,6 +181,13 @@ def _wrap(
     return list(wrapped.argv), {**env, **dict(wrapped.env)}, read
 
 
+def _threads(env: dict[str, str], run: Run, ctx: Context) -> None:
+    """Bound the child's OpenMP threads to its share of the CPUs (`ctx.threads`), unless
+    the run's `env` or csorch's own environment names OMP_NUM_THREADS: then theirs."""
+    if ctx.threads and THREADS_VAR not in dict(run.env) and THREADS_VAR not in os.environ:
+        env[THREADS_VAR] = str(ctx.threads)
+
+
 def _plain(log: Path) -> ParseResult:
     # a run without a checker: its findings are not parsed, only its outcomes count
     return NoChecker().parse(attempt_log.lines(log))
@@ -259,6 +270,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         "PYTHONDONTWRITEBYTECODE": "1",
         "CSORCH_CHECKER": checker_for(run, ctx.backend).value,
     }
+    _threads(env, run, ctx)
     if checker_for(run, ctx.backend) is Checker.NONE and "CSORCH_FAST_EXIT" not in dict(run.env):
         env["CSORCH_FAST_EXIT"] = "1"  # nothing reads a plain run's teardown: skip it
     if limit is not None:
@@ -402,6 +414,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         env["PYTHONPATH"] = os.pathsep.join(
             [*path, *filter(None, [dict(run.env).get("PYTHONPATH", os.environ.get("PYTHONPATH"))])]
         )
+    _threads(env, run, ctx)
     if job.device:
         env["CUDA_VISIBLE_DEVICES"] = job.device
     stem = ctx.root / "logs" / (job.stem() + ".launch0")

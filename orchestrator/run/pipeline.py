@@ -42,7 +42,7 @@ from orchestrator.model.job import Job, slot
 from orchestrator.run import build, environment, lock, resume
 from orchestrator.run.cases import cases_root
 from orchestrator.run.journal import Journal
-from orchestrator.run.options import Options, racecheck_workers, work_dir
+from orchestrator.run.options import Options, child_threads, racecheck_workers, work_dir
 from orchestrator.run.plan import plan
 from orchestrator.run.sources import Workspace
 
@@ -178,6 +178,8 @@ class _Run:
             asan_runtime=runtime,
             asan_fold=fold,
             cancel=self.cancel,
+            # a Slurm task has CPUs of its own (its --cpus-per-task): no share to bound
+            threads=0 if options.executor else child_threads(options.jobs),
         )
 
     def settle(self) -> None:

@@ -659,3 +659,48 @@ def test_a_plain_run_skips_the_teardown_nobody_reads_and_keeps_its_status(
         cwd=tmp_path,
     )  # fmt: skip
     assert direct.returncode == 1 and marker.read_text() == "ran"
+
+
+def test_a_child_gets_its_share_of_the_threads_unless_the_run_or_the_user_names_them(
+    tmp_path: Path, suite: Path, built: Build, monkeypatch
+) -> None:
+    """ctx.threads reaches a pytest child and a command child as OMP_NUM_THREADS; a run's
+    env that names it, or csorch's own environment, is kept instead; 0 sets nothing."""
+    seen = tmp_path / "seen"
+    (suite.parent / "test_threads.py").write_text(
+        "import os, pathlib\n"
+        "def test_threads():\n"
+        f"    pathlib.Path({str(seen)!r}).write_text(os.environ.get('OMP_NUM_THREADS', '-'))\n"
+    )
+    (built.workdir / "threads.py").write_text(
+        "import os, pathlib\n"
+        f"pathlib.Path({str(seen)!r} + '.cmd').write_text(os.environ.get('OMP_NUM_THREADS', '-'))\n"
+    )
+    cases = (
+        Case("threads", CaseKind.PYTEST, (str(suite.parent / "test_threads.py"),)),
+        Case("cmd", CaseKind.COMMAND, command=(sys.executable, "threads.py")),
+    )
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+
+    def seen_by(ctx: execute.Context, k: int) -> tuple[str, str, execute.Attempt]:
+        a = execute.execute(Job("v", "plain", "threads", k), built, ctx)
+        b = execute.execute(Job("v", "plain", "cmd", k), built, ctx)
+        assert a.conclusive and b.conclusive, (a.error, b.error)
+        return seen.read_text(), Path(str(seen) + ".cmd").read_text(), a
+
+    ctx = dataclasses.replace(_with(context(tmp_path, suite), cases=cases), threads=3)
+    pytest_child, command_child, a = seen_by(ctx, 0)
+    assert (pytest_child, command_child) == ("3", "3") and dict(a.env)["OMP_NUM_THREADS"] == "3"
+
+    ctx = dataclasses.replace(
+        _with(context(tmp_path, suite, env=[("OMP_NUM_THREADS", "5")]), cases=cases), threads=3
+    )
+    assert seen_by(ctx, 1)[:2] == ("5", "5")  # the run's own env wins
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # the user's environment wins too
+    ctx = dataclasses.replace(_with(context(tmp_path, suite), cases=cases), threads=3)
+    assert seen_by(ctx, 2)[:2] == ("7", "7")
+
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    ctx = dataclasses.replace(_with(context(tmp_path, suite), cases=cases), threads=0)
+    assert seen_by(ctx, 3)[:2] == ("-", "-")

@@ -75,3 +75,10 @@ def test_a_repeat_below_min_hits_is_refused_naming_both(tmp_path: Path) -> None:
         options.check_repeat(experiment, fine)
     with pytest.raises(CsorchError, match="--repeat 1 is below min_hits 2 of experiment 'c-oob'"):
         options.check_repeat(experiment, 1)
+
+
+def test_child_threads_share_the_cpus_and_leave_one_job_alone() -> None:
+    cpus = os.cpu_count() or 1
+    assert options.child_threads(1) == 0  # one child: the host's default
+    assert options.child_threads(2) == max(1, cpus // 2)
+    assert options.child_threads(cpus * 4) == 1  # never none

@@ -208,3 +208,19 @@ def test_a_contradiction_stops_the_run_before_any_attempt(tmp_path: Path, fake_h
     again = workflow.run_experiment(experiment, same_cache, probe())
     assert [b.cached for b in again.builds] == [False, False]
     assert again.judgement.verdict is Verdict.PASS
+
+
+def test_the_children_share_the_cpus_among_the_jobs(tmp_path: Path, facts, monkeypatch) -> None:
+    """Each child's OpenMP threads are its share of the CPUs (OMP_NUM_THREADS, recorded in
+    the launch's environment): left to itself every child's torch starts a thread per
+    core, and `jobs` of them at once oversubscribe the host."""
+    from orchestrator.run.options import child_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    experiment = load_experiment(FIXTURES / "c-oob.yaml")
+    result = workflow.run_experiment(experiment, options(tmp_path), facts)
+    assert result.attempts and all(a.conclusive for a in result.attempts)
+    want = str(child_threads(2))
+    assert all(dict(a.env).get("OMP_NUM_THREADS") == want for a in result.attempts)
+    launches = [x for a in bundle.read(result.bundle)[0]["attempts"] for x in a["launches"]]
+    assert launches and all(dict(x["env"])["OMP_NUM_THREADS"] == want for x in launches)
