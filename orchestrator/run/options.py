@@ -89,10 +89,10 @@ MAX_DEFAULT_JOBS = 16
 
 
 def default_jobs() -> int:
-    """Child processes at once when none is asked for: the CPU count, up to 16. An
-    attempt under compute-sanitizer keeps more than one core busy, a build several: on
-    16 cores the release gate took 93.6 s cold with 8 jobs, 81.7 s with 12 and 86.2 s with
-    16 (H200, 2026-12-04; docs/benchmarks.md)."""
+    """Child processes at once when none is asked for: the CPU count, up to 16 (each
+    child's threads are its share of the CPUs, `child_threads`). On 16 cores the release
+    gate took 93.6 s cold with 8 jobs, 81.7 s with 12 and 86.2 s with 16, then 48.8 s
+    with 16 and one thread a child (H200, 2026-12-04; docs/benchmarks.md)."""
     return min(os.cpu_count() or 1, MAX_DEFAULT_JOBS)
 
 
