@@ -105,9 +105,9 @@ def racecheck_workers(jobs: int) -> int:
 def child_threads(jobs: int) -> int:
     """OpenMP threads per child (OMP_NUM_THREADS) when `jobs` children may run at once:
     the CPUs shared among them (at least one); 0 for a single job, which keeps the host's
-    default. Left to itself every child's torch starts a thread per core: the release gate's 16 children
-    on 16 cores spent 825 CPU seconds in their attempts, 233 s with one thread each, and
-    took 97 s against 62 s (H200, 2026-12-04; docs/benchmarks.md)."""
+    default. Left to itself every child's torch starts a thread per core: the release
+    gate's 16 children on 16 cores spent 825 CPU seconds in their attempts, 233 s with one
+    thread each, and took 97 s against 62 s (H200, 2026-12-04; docs/benchmarks.md)."""
     return 0 if jobs <= 1 else max(1, (os.cpu_count() or 1) // jobs)
 
 
