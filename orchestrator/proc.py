@@ -11,6 +11,7 @@ never an exception; only a program that cannot be started at all raises.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -72,11 +73,27 @@ def build_env(
     return env, tuple(recorded)
 
 
+#: how long a start waits out "Text file busy" (ETXTBSY): the program was just written
+#: (a build's output, an attempt's copy of the built tree) and a child forked by another
+#: thread still holds the writer's descriptor until it execs; the window is that short
+BUSY_WAIT = 2.0
+
+
 def _start(argv: Sequence[str], **kwargs: object) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen(list(argv), start_new_session=True, **kwargs)  # type: ignore[call-overload]
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-        raise ProcessStartError(argv, exc.strerror or str(exc)) from None
+    """Popen in a new session; a program that cannot be started at all (missing, not
+    executable, not a program, a bad cwd) is a ProcessStartError, never an OSError that
+    would read as a failed write of csorch's own."""
+    deadline = time.monotonic() + BUSY_WAIT
+    pause = 0.005
+    while True:
+        try:
+            return subprocess.Popen(list(argv), start_new_session=True, **kwargs)  # type: ignore[call-overload]
+        except OSError as exc:
+            if exc.errno == errno.ETXTBSY and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+                continue
+            raise ProcessStartError(argv, exc.strerror or str(exc)) from None
 
 
 def _exited(pid: int) -> bool:

@@ -197,3 +197,37 @@ def test_cpu_time_of_the_child_and_what_it_waited_for(tmp_path: Path) -> None:
     assert (
         proc.run([PY, "-c", "import sys; sys.exit(5)"], log_path=tmp_path / "x.log").returncode == 5
     )
+
+
+def _script(path: Path) -> Path:
+    path.write_text("#!/bin/sh\necho started\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_program_still_open_for_writing_is_waited_out_then_named(tmp_path: Path) -> None:
+    """"Text file busy": a program just written (a copied build) whose writer's descriptor
+    a child forked by another thread still holds. A short hold is waited out; one that
+    lasts is a ProcessStartError, not an OSError read as a write of csorch's own."""
+    prog = _script(tmp_path / "prog")
+    held = os.open(prog, os.O_WRONLY)
+    threading.Timer(0.3, os.close, (held,)).start()
+    result = proc.run([str(prog)], log_path=tmp_path / "log")
+    assert result.returncode == 0 and (tmp_path / "log").read_text() == "started\n"
+
+    held = os.open(prog, os.O_WRONLY)
+    try:
+        with pytest.raises(ProcessStartError) as info:
+            proc.run([str(prog)], log_path=tmp_path / "log2")
+    finally:
+        os.close(held)
+    assert "Text file busy" in str(info.value) and str(prog) in str(info.value)
+
+
+def test_a_file_that_is_no_program_cannot_be_started(tmp_path: Path) -> None:
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"\x00\x01not an executable\n")
+    junk.chmod(0o755)
+    with pytest.raises(ProcessStartError) as info:
+        proc.run([str(junk)], log_path=tmp_path / "log")
+    assert "Exec format error" in str(info.value)
