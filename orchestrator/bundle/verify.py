@@ -190,15 +190,14 @@ def _files(root: Path, listed: Mapping[str, str]) -> list[Check]:
 MAX_BUNDLE_DEPTH = 16
 
 
-def walk(root: Path) -> tuple[list[str], list[str]]:
-    """(files, symlinks) under `root`, relative, never following a link. A directory
-    nested deeper than csorch writes is listed among the symlinks' kind of problem (as a
-    file, not entered: `_tree` reports it)."""
-    files, links = [], []
+def walk(root: Path) -> tuple[list[str], list[str], list[str]]:
+    """(files, symlinks, directories too deep) under `root`, relative, never following a
+    link. A directory nested deeper than csorch writes is not entered (`_tree` reports it)."""
+    files, links, deep = [], [], []
     for top, dirs, names in files_walk(root):
         here = Path(top)
         if len(here.relative_to(root).parts) >= MAX_BUNDLE_DEPTH and dirs:
-            links += [(here / d).relative_to(root).as_posix() + "/" for d in dirs]
+            deep += [(here / d).relative_to(root).as_posix() for d in dirs]
             dirs[:] = []  # not entered: nothing csorch wrote lies there
         for name in [*dirs, *names]:
             path = here / name
@@ -207,30 +206,34 @@ def walk(root: Path) -> tuple[list[str], list[str]]:
                 links.append(rel)
             elif name in names:
                 files.append(rel)
-    return sorted(files), sorted(links)
+    return sorted(files), sorted(links), sorted(deep)
+
+
+def _kind(rel: str) -> Kind:
+    return Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE
 
 
 def _tree(root: Path, known: set[str]) -> list[Check]:
-    """Every symlink in the bundle, and every file the manifest does not cover."""
-    files, links = walk(root)
+    """Every symlink in the bundle, every directory nested deeper than csorch writes, and
+    every file the manifest does not cover."""
+    files, links, deep = walk(root)
     checks = [
-        Check(
-            Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
-            rel.rstrip("/"),
-            Status.MISMATCH,
-            detail=f"nested more than {MAX_BUNDLE_DEPTH} directories deep: csorch writes "
-            "nothing there"
-            if rel.endswith("/")
-            else "a symlink: a bundle's evidence is its own files, not links to others",
-        )  # fmt: skip
+        Check(_kind(rel), rel, Status.MISMATCH,
+              detail="a symlink: a bundle's evidence is its own files, not links to others")
         for rel in links
-    ]
+    ]  # fmt: skip
+    checks += [
+        Check(_kind(rel), rel, Status.MISMATCH,
+              detail=f"nested more than {MAX_BUNDLE_DEPTH} directories deep: csorch writes "
+              "nothing there")
+        for rel in deep
+    ]  # fmt: skip
     for rel in files:
         kind = special_kind((root / rel).lstat().st_mode)
         if kind:  # a named pipe, a device, a socket: a reader would block on it
             checks.append(
                 Check(
-                    Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
+                    _kind(rel),
                     rel,
                     Status.MISMATCH,
                     detail=f"{kind}: a bundle holds regular files only",
@@ -241,7 +244,7 @@ def _tree(root: Path, known: set[str]) -> list[Check]:
             actual, _ = _digest(root / rel)
             checks.append(
                 Check(
-                    Kind.LOG if rel.startswith(LOGS + "/") else Kind.FILE,
+                    _kind(rel),
                     rel,
                     Status.UNLISTED,
                     actual=actual,
