@@ -108,7 +108,7 @@ def child_threads(jobs: int) -> int:
     default. Left to itself every child's torch starts a thread per core: the release
     gate's 16 children on 16 cores spent 825 CPU seconds in their attempts, 233 s with one
     thread each, and took 97 s against 62 s (H200, 2026-12-04; docs/benchmarks.md)."""
-    return 0 if jobs <= 1 else max(1, (os.cpu_count() or 1) // jobs)
+    return 0 if jobs <= 1 else racecheck_workers(jobs)  # the same share of the CPUs
 
 
 def make(choice: backends.Choice, out: Path, *, jobs: int | None = None, **settings) -> Options:
