@@ -15,7 +15,8 @@ CI systems read JUnit, so a bundle's cases show up beside the project's other te
   show the gap rather than hide it.
 The schema allows properties and output on the testsuite only, not on a testcase, so a
 testcase's facts (role, checker, repeats, outcomes, findings) are one suite property
-named `testcase:<classname>::<name>`, and its findings and logs a section of the suite's
+named `testcase:<classname>::<name>`, and its findings (by signature, with the marks
+every report gives them: `judge.signature_view`) and logs a section of the suite's
 <system-out> headed `[<classname>::<name>]`. It also requires what the Ant task always
 wrote: the suite's package, id, hostname ("localhost": a bundle records no host name)
 and timestamp (zone-less), every testcase's time (0 where the attempt ran several nodes
@@ -117,9 +118,8 @@ def _testcase(
     elif element:
         body = "\n".join(cell.reasons) if cell.reasons and kind != "inconclusive" else ""
         _element(testcase, element, body, type=kind, message=message)
-    out = findings
     logs = [f"log: {a.log}" for a in attempts if a.log]
-    section = f"[{key}]\n" + "\n".join([*logs, out]).strip() if out or logs else ""
+    section = f"[{key}]\n" + "\n".join([*logs, findings]).strip() if findings or logs else ""
     return element, prop, section
 
 

@@ -11,6 +11,11 @@ same rule id and fingerprint on another machine, in another build directory, fro
 another Python (no `hash()`, which is salted per process), and after a patch that
 shifts line numbers.
 
+A result's properties say where its signature showed (its repeats, devices and case
+nodes) and carry the marks every report gives it (`judge.signature_view`): `ambient`
+(every variant, no frame in the subject) and `follows` (the id of the fault whose
+destroyed context it reports), each only where it holds.
+
 Levels: a finding in a control variant is the defect the control exists to reproduce,
 so it is a "note"; anywhere else (the fix, other variants) it is an "error".
 
