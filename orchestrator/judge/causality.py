@@ -8,7 +8,8 @@ this module applies, in order:
 - INCONCLUSIVE when anything needed is missing or untrustworthy: a variant that did
   not build, a repeat without attempts, an attempt that timed out or whose log is
   incomplete, a control that shows the target in fewer than k repeats (the defect is
-  not demonstrated, so its removal cannot be), controls that disagree, or no target.
+  not demonstrated, so its removal cannot be), controls that disagree
+  (`judge.agreement`), or no target.
 - PASS otherwise. Absence of a finding counts only from conclusive attempts.
 Without an explicit target, the targets are what every control reproduces in k of N
 repeats: the signatures of each checker run and the failing cases of each plain run.
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from orchestrator.findings import follow_on
 from orchestrator.findings.signatures import fingerprint, matches, signature
+from orchestrator.judge import agreement
 from orchestrator.judge.ambient import Ambient, ambient
 from orchestrator.model import (
     Attempt,
@@ -268,18 +270,6 @@ def broken_cases(index: _Index, targets: Sequence[_Target]) -> dict[tuple[str, s
     return out
 
 
-def _signature_sets(index: _Index, variant: str, run: Run) -> set[str]:
-    out: set[str] = set()
-    for attempts, _ in index.repeats(variant, run):
-        for a in attempts:
-            if run.checker is Checker.NONE:
-                if a.conclusive and a.outcome is Outcome.FAILED:
-                    out.add(f"case {a.case} failed")
-            else:
-                out.update(signature(f).label() for f in judged_findings(a))
-    return out
-
-
 def _k_of(experiment: Experiment) -> Callable[[Run], int]:
     expect = experiment.expect
 
@@ -335,6 +325,7 @@ def causality(
     expect = experiment.expect
     if expect is None:
         return Judgement(Verdict.INCONCLUSIVE, ("the experiment states no expectations",))
+    attempts = tuple(attempts)
     index = _Index(experiment, attempts)
     failed_builds = failed_builds or {}
     fails: list[str] = []
@@ -383,16 +374,14 @@ def causality(
             )
         elif hits.unknown:
             unsure.append(f"fix {expect.fix}, run {run.name}: {why}")
-    for run in experiment.runs:
-        sets = {c: _signature_sets(index, c, run) for c in expect.controls}
-        first = expect.controls[0]
-        for other in expect.controls[1:]:
-            diff = sorted(sets[first] ^ sets[other])
-            if diff:
-                unsure.append(
-                    f"controls {first} and {other} disagree in run {run.name}: "
-                    f"{diff[0]}" + (f" (+{len(diff) - 1} more)" if len(diff) > 1 else "")
-                )
+    apart: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for d in agreement.disagreements(experiment, attempts, expect.controls, judged_findings):
+        apart[(d.run, d.other)].append(d.item)
+    for (run_name, other), items in apart.items():
+        unsure.append(
+            f"controls {expect.controls[0]} and {other} disagree in run {run_name}: "
+            f"{items[0]}" + (f" (+{len(items) - 1} more)" if len(items) > 1 else "")
+        )
     unexpected = {
         (run, sig.label()) for v, run, sig, _ in _uncovered(index, targets) if v == expect.fix
     }

@@ -2,9 +2,11 @@
 
 From one experiment's records: each variant's identity (source digest, patches, build
 kind, binaries), each test node's outcome per variant and run, each checker run's
-signature set per variant; then two plain statements: whether the controls agree (the
-same signatures and the same failing nodes in every run) and whether the fix removes
-what they share. Pure: records in, `Comparison` out.
+signature set per variant; then two plain statements: whether the controls agree (as the
+verdict decides it, `judge.agreement`: the same weighed signatures in each checker run
+and the same failing cases in each plain run) and whether the fix removes what they
+share (every failing node and every signature, as shown). Pure: records in,
+`Comparison` out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestrator.findings.signatures import signature
+from orchestrator.judge import agreement
+from orchestrator.judge.causality import judged_findings
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, SourceTree
 from orchestrator.model.kinds import aggregate
 from orchestrator.model.record import Record
@@ -150,16 +154,14 @@ def compare(
         for a in attempts
         if not a.conclusive
     ]
-    disagreements = []
+    # the verdict's definition (`judge.agreement`), so compare never contradicts it
+    disagreements = [
+        f"{d.run}: {d.item} ({d.shown_by} only)"
+        for d in agreement.disagreements(experiment, attempts, controls, judged_findings)
+    ]
     shared: set[str] | None = None
     for run in experiment.runs:
         per_control = {c: items[(c, run.name)] for c in controls}
-        for other in controls[1:]:
-            diff = sorted(per_control[controls[0]] ^ per_control[other])
-            disagreements += [
-                f"{d} ({controls[0] if d in per_control[controls[0]] else other} only)"
-                for d in diff
-            ]
         common = set.intersection(*per_control.values()) if per_control else set()
         shared = common if shared is None else shared | common
     shared_items = tuple(sorted(shared or ()))

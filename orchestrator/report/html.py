@@ -1,6 +1,7 @@
 """HTML of a bundle: one self-contained file for a CI artifact. The verdict and its
 reasons, a chart of the checker's findings per case and variant x run (inline SVG), the
-per-case table (the grid of `report.rows`), the signatures, and what was not run.
+per-case table (the grid of `report.rows`), the signatures (`judge.signature_view`: with
+their ambient, follow-on and tolerated marks, as in every report), and what was not run.
 
 Self-contained means it opens from a downloaded artifact with no network: the style is
 inline, the chart is SVG drawn here, and there is no script at all (the Content Security
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings.signatures import group
+from orchestrator.judge import signature_view
 from orchestrator.model import Attempt, Experiment, Outcome
 from orchestrator.report import rows
 
@@ -150,16 +151,17 @@ def table(experiment: Experiment, records: bundle.Records) -> str:
     return f"<table><tr><th>case</th>{head}</tr>{''.join(body)}</table>"
 
 
-def _signatures(records: bundle.Records) -> str:
+def _signatures(view: signature_view.Signatures) -> str:
     items = []
-    for sig in group(f for a in records.attempts for f in a.findings):
+    for sig in view.signatures:
         frames = " &larr; ".join(_e(f) for f in sig.signature.frames)
-        tolerated = (
-            f' <span class="muted">[{_e(sig.tolerance())}]</span>' if sig.tolerance() else ""
-        )
+        tally = sig.tally()
+        marks = [signature_view.AMBIENT] if sig.ambient else []
+        marks += [f"follows {sig.follows}"] if sig.follows else []
+        marks += [tally.tolerance()] if tally and tally.tolerance() else []
         items.append(
-            f"<li>{sig.count} &times; {_e(sig.signature.label())} "
-            f"<code>{sig.fingerprint[:12]}</code>{tolerated}"
+            f"<li>{sig.count} &times; {_e(sig.label)} <code>{sig.id}</code>"
+            + "".join(f' <span class="muted">[{_e(m)}]</span>' for m in marks)
             + (f'<br><span class="muted">{frames}</span>' if frames else "")
             + "</li>"
         )
@@ -200,7 +202,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
         "<h2>Cases</h2>",
         table(experiment, records),
         "<h2>Signatures</h2>",
-        _signatures(records),
+        _signatures(signature_view.make(experiment, records.attempts, records.builds)),
     ]
     if not_run:
         page += ["<h2>Not run</h2><ul>", *[f"<li>{_e(n)}</li>" for n in not_run], "</ul>"]

@@ -15,7 +15,8 @@ CI systems read JUnit, so a bundle's cases show up beside the project's other te
   show the gap rather than hide it.
 The schema allows properties and output on the testsuite only, not on a testcase, so a
 testcase's facts (role, checker, repeats, outcomes, findings) are one suite property
-named `testcase:<classname>::<name>`, and its findings and logs a section of the suite's
+named `testcase:<classname>::<name>`, and its findings (by signature, with the marks
+every report gives them: `judge.signature_view`) and logs a section of the suite's
 <system-out> headed `[<classname>::<name>]`. It also requires what the Ant task always
 wrote: the suite's package, id, hostname ("localhost": a bundle records no host name)
 and timestamp (zone-less), every testcase's time (0 where the attempt ran several nodes
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings.signatures import group
+from orchestrator.judge import signature_view
 from orchestrator.model import Attempt, Experiment, Outcome
 from orchestrator.model.job import device_label
 from orchestrator.report import rows
@@ -52,15 +53,19 @@ def _element(parent: ET.Element, tag: str, text: str = "", **attrs: object) -> E
     return child
 
 
-def _findings_text(cell: rows.Cell) -> str:
+def _findings_text(view: signature_view.Signatures, **scope: str) -> str:
     lines = []
-    for sig in group(cell.findings):
-        lines.append(f"{sig.count} x {sig.signature.label()} [signature {sig.fingerprint[:12]}]")
-        if sig.tolerance():
-            lines.append(f"    tolerated: {sig.tolerance()}")
-        if sig.example.header:
-            lines.append(f"    first: {sig.example.header}")
-        lines += [f"    skipped (not the subject's): {frame}" for frame in sig.skipped]
+    for sig, tally in view.within(**scope):
+        lines.append(f"{tally.count} x {sig.label} [signature {sig.id}]")
+        if sig.ambient:
+            lines.append(f"    {signature_view.AMBIENT}")
+        if sig.follows:
+            lines.append(f"    follows {sig.follows}")
+        if tally.tolerance():
+            lines.append(f"    tolerated: {tally.tolerance()}")
+        if tally.example.header:
+            lines.append(f"    first: {tally.example.header}")
+        lines += [f"    skipped (not the subject's): {frame}" for frame in tally.skipped]
         lines += [f"    at {frame}" for frame in sig.signature.frames]
     return "\n".join(lines)
 
@@ -90,8 +95,10 @@ def _testcase(
     cell: rows.Cell,
     attempts: Sequence[Attempt],
     props: list[tuple[str, object]],
+    findings: str,
 ) -> tuple[str, tuple[str, object], str]:
-    """Add the testcase; (its element, its suite property, its <system-out> section)."""
+    """Add the testcase; (its element, its suite property, its <system-out> section);
+    `findings`: the text of its signatures."""
     name = f"{case} {rows.OUTSIDE}" if cell.node == rows.OUTSIDE else cell.node
     alone = not any(n.nodeid != cell.node for a in attempts for n in a.nodes)
     # the attempts ran this node alone: their time is its time
@@ -111,9 +118,8 @@ def _testcase(
     elif element:
         body = "\n".join(cell.reasons) if cell.reasons and kind != "inconclusive" else ""
         _element(testcase, element, body, type=kind, message=message)
-    out = _findings_text(cell)
     logs = [f"log: {a.log}" for a in attempts if a.log]
-    section = f"[{key}]\n" + "\n".join([*logs, out]).strip() if out or logs else ""
+    section = f"[{key}]\n" + "\n".join([*logs, findings]).strip() if findings or logs else ""
     return element, prop, section
 
 
@@ -155,6 +161,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     experiment = records.experiment
     groups = rows.groups(records.attempts)
     broken = judge.failed_builds(records.builds)
+    view = signature_view.make(experiment, records.attempts, records.builds)
     tools = {a.run: a.checker.value for a in records.attempts}
     root = ET.Element("testsuites")
     # the Ant schema's order: name, package and id of an aggregated suite first
@@ -181,7 +188,9 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
             continue
         for node in rows.nodes(attempts, case):
             cell = rows.cell(attempts, node, broken.get(variant, ""))
-            element, prop, section = _testcase(suite, classname, case, cell, attempts, props)
+            where = {"variant": variant, "run": run, "case": case, "device": device}
+            found = _findings_text(view, **where, node="" if node == rows.OUTSIDE else node)
+            element, prop, section = _testcase(suite, classname, case, cell, attempts, props, found)
             pairs.append(prop)
             sections += [section] if section else []
             counts["tests"] += 1

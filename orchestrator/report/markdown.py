@@ -16,18 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator import bundle, judge
-from orchestrator.findings import follow_on
-from orchestrator.findings.signatures import (
-    fingerprint,
-    group,
-    located,
-    named_frames,
-    signature,
-    top_frames,
-)
-from orchestrator.judge.ambient import ambient
+from orchestrator.judge import signature_view
 from orchestrator.judge.causality import Judgement
-from orchestrator.model import Attempt, Checker, Experiment, Finding, Outcome
+from orchestrator.model import Experiment, Outcome
 from orchestrator.model.job import device_label
 from orchestrator.report import provenance, rows
 from orchestrator.report.gfm import DASH, code, esc, table
@@ -129,76 +120,41 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     return ["### Outcomes per case node", "", legend, "", *table(header, body)]
 
 
-def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
-    pairs = [
-        (v.name, r)
-        for v in experiment.variants
-        for r in experiment.runs
-        if r.checker is not Checker.NONE
+def _findings(view: signature_view.Signatures) -> list[str]:
+    pairs = [c for c in view.columns if c.checked]
+    shown = [
+        sig
+        for sig in sorted(view.signatures, key=lambda s: s.label)
+        if any(sig.tally(variant=c.variant, run=c.run) for c in pairs)
     ]
-    broken = judge.failed_builds(records.builds)
-    per: dict[tuple[str, str], list[Attempt]] = defaultdict(list)
-    for a in records.attempts:
-        per[(a.variant, a.run)].append(a)
-    pairs = [(v, r) for v, r in pairs if per.get((v, r.name))]
-    signatures: dict[str, tuple[str, tuple[str, ...]]] = {}
-    cells: dict[tuple[str, str, str], tuple[int, int]] = {}
-    tolerated: dict[str, list[str]] = defaultdict(list)
-    skipped: dict[str, tuple[str, ...]] = {}
-    examples: dict[str, Finding] = {}
-    follows: dict[str, str] = {}
-    environment = {
-        a.fingerprint for a in ambient(experiment, records.attempts, judge.judged_findings)
-    }
-    for variant, run in pairs:
-        attempts_ = per[(variant, run.name)]
-        seen = [(a.repeat, {fingerprint(signature(f)) for f in a.findings}) for a in attempts_]
-        marked = [f for a in attempts_ for f in follow_on.mark(a.findings)]
-        for f in marked:
-            if f.follows:
-                follows.setdefault(fingerprint(signature(f)), f.follows)
-        for sig in group(marked):
-            signatures.setdefault(sig.fingerprint, (sig.signature.label(), sig.signature.frames))
-            skipped.setdefault(sig.fingerprint, sig.skipped)
-            examples.setdefault(sig.fingerprint, sig.example)
-            if sig.tolerance():
-                tolerated[sig.fingerprint].append(f"`{variant}` {run.name}: {sig.tolerance()}")
-            hits = {repeat for repeat, fps in seen if sig.fingerprint in fps}
-            cells[(sig.fingerprint, variant, run.name)] = (sig.count, len(hits))
     lines = ["### Findings by signature", ""]
-    if not signatures:
+    if not shown:
         return [*lines, "No checker finding in any variant or run.", ""]
-    header = ["signature", "id"] + [f"`{v}` {r.name}" for v, r in pairs]
-    body = []
-    for fp, (label, _) in sorted(signatures.items(), key=lambda i: i[1][0]):
+    header = ["signature", "id"] + [f"`{c.variant}` {c.run}" for c in pairs]
+    body, frames = [], []
+    for sig in shown:
         counts = []
-        for v, r in pairs:
-            count, hits = cells.get((fp, v, r.name), (0, 0))
-            n = experiment.repeats_for(r)
-            if count:
-                counts.append(f"{count} ({hits}/{n} repeats)")
-            elif v in broken:
+        for c in pairs:
+            tally = sig.tally(variant=c.variant, run=c.run)
+            if tally is not None:
+                counts.append(f"{tally.count} ({tally.hits}/{c.repeats} repeats)")
+            elif c.not_built:
                 counts.append("not built")
             else:  # an absence proves something only where the evidence is conclusive
-                sure = all(a.conclusive for a in per[(v, r.name)])
-                counts.append("0" if sure else "0 ?")
-        mark = " (tolerated)" if fp in tolerated else ""
-        if fp in environment:
+                counts.append("0" if c.conclusive else "0 ?")
+        mark = " (tolerated)" if sig.tolerated else ""
+        if sig.ambient:
             mark += " (ambient)"
-        if fp in follows:
-            mark += f" (follows `{follows[fp]}`)"
-        body.append([code(label) + mark, code(fp[:12]), *counts])
-    frames = []
-    for fp, (_, top) in sorted(signatures.items(), key=lambda i: i[1][0]):
-        if not top:
+        if sig.follows:
+            mark += f" (follows `{sig.follows}`)"
+        body.append([code(sig.label) + mark, code(sig.id), *counts])
+        if not sig.signature.frames:
             continue
-        named, library = named_frames(examples[fp])
-        line = f"- {code(fp[:12])}: " + " ← ".join(code(located(f)) for f in named or ())
-        if library:
-            line += f" (below {', '.join(code(located(f)) for f in library)})"
-        freed = next((st for st in examples[fp].related if st.role == "freed"), None)
-        if freed is not None and freed.frames:
-            line += "; freed at " + " ← ".join(code(located(f)) for f in top_frames(freed.frames))
+        line = f"- {code(sig.id)}: " + " ← ".join(code(f) for f in sig.frames)
+        if sig.library:
+            line += f" (below {', '.join(code(f) for f in sig.library)})"
+        if sig.freed:
+            line += "; freed at " + " ← ".join(code(f) for f in sig.freed)
         frames.append(line)
     note = (
         "Counts are reports, folded repeats included (repeats with the signature out of "
@@ -209,9 +165,16 @@ def _findings(experiment: Experiment, records: bundle.Records) -> list[str]:
         "memory was freed."
     )
     out = [*lines, note, "", *table(header, body), "Top frames:", "", *frames, ""]
+    # by signature, in the order first seen column by column
+    tolerated: dict[str, list[str]] = {}
+    for c in pairs:
+        for sig, tally in view.within(variant=c.variant, run=c.run):
+            if tally.tolerance():
+                said = f"`{c.variant}` {c.run}: {tally.tolerance()}"
+                tolerated.setdefault(sig.id, []).append(said)
     if tolerated:
         out += ["Suppressed or allowed (kept, not weighed by the verdict):", ""]
-        out += [f"- {code(fp[:12])} {esc(w)}" for fp, ws in tolerated.items() for w in ws]
+        out += [f"- {code(id_)} {esc(w)}" for id_, ws in tolerated.items() for w in ws]
         out.append("")
     return out
 
@@ -320,7 +283,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     lines += provenance.setup(results, manifest, experiment, tools)
     lines += provenance.variants(experiment, records)
     lines += _outcomes(experiment, records)
-    lines += _findings(experiment, records)
+    lines += _findings(signature_view.make(experiment, records.attempts, records.builds))
     lines += _targets(records.judgement)
     lines += _devices(records)
     lines += _not_run(results, experiment, records)

@@ -11,6 +11,11 @@ same rule id and fingerprint on another machine, in another build directory, fro
 another Python (no `hash()`, which is salted per process), and after a patch that
 shifts line numbers.
 
+A result's properties say where its signature showed (its repeats, devices and case
+nodes) and carry the marks every report gives it (`judge.signature_view`): `ambient`
+(every variant, no frame in the subject) and `follows` (the id of the fault whose
+destroyed context it reports), each only where it holds.
+
 Levels: a finding in a control variant is the defect the control exists to reproduce,
 so it is a "note"; anywhere else (the fix, other variants) it is an "error".
 
@@ -31,21 +36,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 from orchestrator import bundle
-from orchestrator.findings.signatures import (
-    SignatureCount,
-    fingerprint,
-    group,
-    signature,
-    top_frames,
-)
-from orchestrator.model import Attempt, Experiment, Finding, Signature, SourceKind
+from orchestrator.findings.signatures import top_frames
+from orchestrator.judge import signature_view
+from orchestrator.model import Experiment, Finding, Signature, SourceKind
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -70,8 +69,8 @@ def _rule_name(sig: Signature) -> str:
     return "".join(w[:1].upper() + w[1:] for w in words if w)
 
 
-def _rule(sig: SignatureCount) -> dict[str, Any]:
-    label = sig.signature.label()
+def _rule(sig: signature_view.SignatureView) -> dict[str, Any]:
+    label = sig.label
     frames = " <- ".join(sig.signature.frames)
     return {
         "id": rule_id(sig.signature, sig.fingerprint),
@@ -200,9 +199,7 @@ def _results(
     """(results, rules): rules in the order their first result came."""
     rules: dict[str, dict[str, Any]] = {}
     index: dict[str, int] = {}
-    by: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
-    for a in records.attempts:
-        by[(a.variant, a.run, a.case)].append(a)
+    view = signature_view.make(experiment, records.attempts, records.builds)
     trees = {s.variant: [s.root] for s in records.sources}
     out = []
     keys = [
@@ -212,27 +209,27 @@ def _results(
         for c in experiment.cases
     ]
     for variant, run, case in keys:
-        attempts = by.get((variant, run, case), [])
         role = experiment.role(variant)
-        seen = [(a, {fingerprint(signature(f)) for f in a.findings}) for a in attempts]
-        for sig in group(f for a in attempts for f in a.findings):
-            with_it = [a for a, fps in seen if sig.fingerprint in fps]
-            repeats = len({a.repeat for a in with_it})
+        for sig, tally in view.within(variant=variant, run=run, case=case):
+            repeats = tally.hits
             n = experiment.repeats_for(experiment.run(run))
-            label = sig.signature.label()
+            label = sig.label
             rid = rule_id(sig.signature, sig.fingerprint)
             if rid not in rules:
                 rules[rid] = _rule(sig)
                 index[rid] = len(index)
-            plural = "s" if sig.count != 1 else ""
+            plural = "s" if tally.count != 1 else ""
             message = (
-                f"{label}: {sig.count} finding{plural} in {repeats} of {n} repeats of case "
+                f"{label}: {tally.count} finding{plural} in {repeats} of {n} repeats of case "
                 f"{case} (variant {variant}{f', the {role}' if role else ''}; run {run})"
             )
             roots = trees.get(variant, [])
             locations, where = _location(
-                sig.example, sig.signature, roots, places.tree(variant), places.fallbacks(case)
+                tally.example, sig.signature, roots, places.tree(variant), places.fallbacks(case)
             )
+            marks: dict[str, Any] = {"ambient": True} if sig.ambient else {}
+            if sig.follows:
+                marks["follows"] = sig.follows
             result: dict[str, Any] = {
                 "ruleId": rid,
                 "ruleIndex": index[rid],
@@ -246,20 +243,21 @@ def _results(
                     "run": run,
                     "case": case,
                     "checker": sig.signature.checker,
-                    "count": sig.count,
+                    "count": tally.count,
                     "repeats": repeats,
                     "of": n,
-                    "devices": sorted({a.device for a in with_it if a.device}),
-                    "nodes": sorted({f.case for a in with_it for f in a.findings if f.case}),
-                    "skippedFrames": list(sig.skipped),
-                    "suppressed": sig.suppressed,
+                    "devices": list(tally.devices),
+                    "nodes": list(tally.nodes),
+                    "skippedFrames": list(tally.skipped),
+                    "suppressed": tally.suppressed,
+                    **marks,
                     **where,
                 },
             }
-            if sig.suppressed == sig.count:
+            if tally.suppressed == tally.count:
                 # SARIF's own field: viewers show the result as suppressed, not as open
                 result["suppressions"] = [
-                    {"kind": "external", "status": "accepted", "justification": sig.tolerance()}
+                    {"kind": "external", "status": "accepted", "justification": tally.tolerance()}
                 ]
             out.append(result)
     return out, list(rules.values())

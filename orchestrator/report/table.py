@@ -17,10 +17,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.findings import follow_on
-from orchestrator.findings.signatures import group
-from orchestrator.judge.ambient import ambient
-from orchestrator.judge.causality import Judgement, judged_findings
+from orchestrator.judge import signature_view
+from orchestrator.judge.causality import Judgement
 from orchestrator.model import Attempt, Build, Checker, Experiment, Outcome, Verdict
 from orchestrator.model.kinds import aggregate
 from orchestrator.report.rows import OUTSIDE, Column, cell, labels, reason
@@ -159,32 +157,29 @@ def builds_table(builds: Iterable[Build]) -> Table:
     return table
 
 
-def signatures(experiment: Experiment, attempts: Sequence[Attempt]) -> RenderableType:
-    """Per variant x run: each signature with its count."""
+def signatures(
+    experiment: Experiment,
+    attempts: Sequence[Attempt],
+    view: signature_view.Signatures | None = None,
+) -> RenderableType:
+    """Per variant x run: each signature with its count (`view`: the records' signatures,
+    made here when not given)."""
+    view = view or signature_view.make(experiment, attempts)
     lines = Text()
-    environment = {a.fingerprint for a in ambient(experiment, attempts, judged_findings)}
     for variant in experiment.variants:
         for run in experiment.runs:
-            found = [
-                f
-                for a in attempts
-                if a.variant == variant.name and a.run == run.name
-                for f in follow_on.mark(a.findings)
-            ]
-            for sig in group(found):
+            for sig, tally in view.within(variant=variant.name, run=run.name):
                 lines.append(f"  {variant.name} / {run.name}: ", style="bold")
-                lines.append(f"{sig.count} x {sig.signature.label()[:120]}")
-                lines.append(f" {sig.fingerprint[:12]}", style="dim")
-                if sig.skipped:
-                    lines.append(f" (below {', '.join(sig.skipped)})", style="dim")
-                if sig.fingerprint in environment:
-                    lines.append(
-                        " [ambient: every variant, no frame in the subject]", style="yellow"
-                    )
-                if sig.example.follows:
-                    lines.append(f" [follows {sig.example.follows}]", style="yellow")
-                if sig.tolerance():
-                    lines.append(f" [{sig.tolerance()}]", style="yellow")
+                lines.append(f"{tally.count} x {sig.label[:120]}")
+                lines.append(f" {sig.id}", style="dim")
+                if tally.skipped:
+                    lines.append(f" (below {', '.join(tally.skipped)})", style="dim")
+                if sig.ambient:
+                    lines.append(f" [{signature_view.AMBIENT}]", style="yellow")
+                if sig.follows:
+                    lines.append(f" [follows {sig.follows}]", style="yellow")
+                if tally.tolerance():
+                    lines.append(f" [{tally.tolerance()}]", style="yellow")
                 lines.append("\n")
     if not lines:
         return Text("signatures: none found", style="dim")
@@ -228,7 +223,7 @@ def render(
     parts: list[RenderableType] = [
         builds_table(builds),
         cases_table(experiment, builds, attempts, backend),
-        signatures(experiment, attempts),
+        signatures(experiment, attempts, signature_view.make(experiment, attempts, builds)),
         hits(judgement),
     ]
     if not_run:
