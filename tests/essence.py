@@ -2,7 +2,8 @@
 
 `essence(out, cache)` reads a bundle's results.json and manifest.json and masks what no
 change of csorch's can keep equal (times, CPU seconds, pids, addresses, log digests, the
-host, scratch directory names) and the paths of this checkout, the bundle and the cache.
+host, scratch directory names) and the paths of the interpreter, this checkout, the bundle
+and the cache.
 Everything else (verdicts, reasons, attempts, outcomes, findings, signatures, argv and
 environment, build records, the manifest's layout) must come out the same from a run of
 the same experiment: tests/fixtures/records/ holds the essence of real runs, and a change
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,11 @@ MASKS = (
 )
 
 
+#: the subject's own assertion about a defect's data: what freed memory held differs by run
+SUBJECT_ASSERTION = re.compile(r"^AssertionError: .*")
+DIGITS = re.compile(r"\d+")
+
+
 def _mask(value: Any, roots: list[tuple[str, str]]) -> Any:
     if isinstance(value, dict):
         return {
@@ -43,6 +50,8 @@ def _mask(value: Any, roots: list[tuple[str, str]]) -> Any:
             if k in VOLATILE
             else {_mask(f, roots): "<d>" for f in v}
             if k in DIGEST_MAPS and isinstance(v, dict)
+            else DIGITS.sub("N", v)
+            if k == "detail" and isinstance(v, str) and SUBJECT_ASSERTION.match(v)
             else _mask(v, roots)
             for k, v in sorted(value.items())
         }
@@ -58,7 +67,13 @@ def _mask(value: Any, roots: list[tuple[str, str]]) -> Any:
 
 def essence(out: Path, cache: Path, root: Path = ROOT) -> dict[str, Any]:
     """The bundle in `out` (its cache in `cache`), masked as the module says."""
-    roots = [(str(out), "<OUT>"), (str(cache), "<CACHE>"), (str(root), "<ROOT>")]
+    roots = [
+        (sys.executable, "<PYTHON>"),  # the checkout's venv, or any interpreter running this
+        (sys.prefix, "<PREFIX>"),
+        (str(out), "<OUT>"),
+        (str(cache), "<CACHE>"),
+        (str(root), "<ROOT>"),
+    ]
     return {
         name: _mask(json.loads((out / name).read_text()), roots)
         for name in ("results.json", "manifest.json")
