@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import essence
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -145,6 +147,16 @@ def test_rng_ownership_is_causal_under_asan(rng) -> None:
 
 
 @cpu_torch_only
+def test_the_rng_experiment_records_what_it_recorded(rng) -> None:
+    """How csorch is put together may change; what it records of this run may not
+    (tests/essence.py; the C subject's in tests/e2e/test_same_records.py)."""
+    tmp, first, _ = rng
+    assert first.returncode == 0
+    got = essence.essence(tmp / "first", tmp / "cache")
+    assert essence.differences(got, essence.load("qext-rng-asan")) == []
+
+
+@cpu_torch_only
 def test_a_second_run_rebuilds_nothing(rng) -> None:
     tmp, first, second = rng
     assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
@@ -212,8 +224,19 @@ def test_a_flooding_c_program_is_counted_not_printed(tmp_path: Path) -> None:
 
 def gate(config: Path, out: Path, cache: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "orchestrator", "gate", str(config), "--backend", "asan",
-         "--out", str(out), "--cache-dir", str(cache)],
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "gate",
+            str(config),
+            "--backend",
+            "asan",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+        ],
         cwd=out.parent,
         capture_output=True,
         text=True,

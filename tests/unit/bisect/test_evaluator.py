@@ -24,9 +24,6 @@ from orchestrator.model import (
     Experiment,
     Finding,
     Frame,
-    Outcome,
-    ParseResult,
-    Run,
     SourceKind,
     SourceSpec,
     TargetPattern,
@@ -34,6 +31,7 @@ from orchestrator.model import (
     Verdict,
 )
 from orchestrator.run import pipeline
+from tests import factories
 
 ASAN_TARGET = TargetPattern(checker="asan", kind="heap-use-after-free", frame="*nvfp4*",
                             case="rng-unfused")  # fmt: skip
@@ -51,24 +49,23 @@ OTHER = Finding(
 
 def experiment(repeats: int = 3, min_hits: int | None = 2) -> Experiment:
     jit = BuildSpec(BuildKind.JIT, description="qext/build.py")
-    return Experiment(
+    return factories.experiment(
         name="rng",
-        source=SourceSpec(SourceKind.PATH, "/src/ext"),
+        source="/src/ext",
         variants=(
             Variant("patched", jit),
             Variant("rebuilt", jit, patches=(Path("/c/rng.patch"),)),
         ),
-        runs=(
-            Run("plain", Checker.NONE),
-            Run("memcheck", Checker.MEMCHECK),
-            Run("racecheck", Checker.RACECHECK),
-        ),
+        fix="patched",
+        controls=("rebuilt",),
+        runs=("plain", "memcheck", "racecheck"),
         cases=(
             Case("rng-unfused", CaseKind.PYTEST, ("/t/test_rng.py",)),
             Case("rng-fused", CaseKind.PYTEST, ("/t/test_rng.py",)),
         ),
         repeats=repeats,
-        expect=Expectations(("rebuilt",), "patched", min_hits, (ASAN_TARGET, MEMCHECK_TARGET)),
+        min_hits=min_hits,
+        targets=(ASAN_TARGET, MEMCHECK_TARGET),
     )
 
 
@@ -108,10 +105,7 @@ def test_which_variant() -> None:
 
 
 def attempt(repeat: int, *findings: Finding, complete: bool = True, case="rng-unfused") -> Attempt:
-    return Attempt(
-        "patched", "memcheck", case, repeat, Checker.ASAN,
-        outcome=Outcome.PASSED, parse=ParseResult(findings=findings, complete=complete),
-    )  # fmt: skip
+    return factories.attempt("patched", "memcheck", case, repeat, *findings, complete=complete)
 
 
 def decide(attempts: list[Attempt], *, repeats=3, min_hits=2, built=True, log="", tmp=None):

@@ -19,6 +19,7 @@ from orchestrator.findings.signatures import (
     total,
 )
 from orchestrator.model import Checker, Finding, Frame, Signature, TargetPattern
+from tests import factories
 
 ASAN_LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "asan"
 
@@ -60,16 +61,13 @@ def test_noise_frames() -> None:
 def _finding(**changes) -> Finding:
     base = dict(
         checker=Checker.MEMCHECK,
-        kind="invalid-access",
-        access="read",
-        size=8,
         space="global",
         frames=(Frame("k(float *)", "/a/k.cu", 41, "", "b0"),),
         thread="0,0,0",
         block="8,0,0",
         address="7f00",
     )
-    return Finding(**{**base, **changes})  # type: ignore[arg-type]
+    return factories.finding("invalid-access", **{**base, **changes})
 
 
 def test_signature_ignores_what_changes_between_runs_and_variants() -> None:

@@ -9,25 +9,8 @@ from pathlib import Path
 from orchestrator import judge
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.judge.ambient import ambient
-from orchestrator.model import (
-    Attempt,
-    BuildKind,
-    BuildSpec,
-    Case,
-    CaseKind,
-    Checker,
-    Expectations,
-    Experiment,
-    Finding,
-    Outcome,
-    ParseResult,
-    Run,
-    SourceKind,
-    SourceSpec,
-    TargetPattern,
-    Variant,
-    Verdict,
-)
+from orchestrator.model import Attempt, Checker, Experiment, Finding, TargetPattern, Verdict
+from tests import factories
 
 GRAMMAR = Path(__file__).resolve().parents[2] / "fixtures" / "compute-sanitizer" / "grammar"
 
@@ -42,35 +25,15 @@ FAULT = parse("memcheck-cub-follow-on.log")
 
 
 def experiment(targets: tuple[TargetPattern, ...] = ()) -> Experiment:
-    build = BuildSpec(BuildKind.JIT)
-    return Experiment(
-        name="sum",
-        source=SourceSpec(SourceKind.PATH, "/src"),
-        variants=(Variant("fixed", build), Variant("control", build)),
-        runs=(Run("memcheck", Checker.MEMCHECK),),
-        cases=(Case("sum", CaseKind.PYTEST, ("/t/test_sum.py",)),),
-        repeats=2,
-        expect=Expectations(("control",), "fixed", None, targets),
-    )
+    return factories.experiment(name="sum", runs=("memcheck",), cases=("sum",), targets=targets)
 
 
 def attempts(fix: tuple[Finding, ...] = STARTUP) -> list[Attempt]:
-    out = []
-    for variant, findings in (("fixed", fix), ("control", STARTUP + FAULT)):
-        for r in range(2):
-            parse_ = ParseResult(findings, sum(f.count for f in findings), 0, True)
-            out.append(
-                Attempt(
-                    variant,
-                    "memcheck",
-                    "sum",
-                    r,
-                    Checker.MEMCHECK,
-                    outcome=Outcome.PASSED,
-                    parse=parse_,
-                )
-            )
-    return out
+    return [
+        factories.attempt(variant, "memcheck", "sum", r, *findings, checker=Checker.MEMCHECK)
+        for variant, findings in (("fixed", fix), ("control", STARTUP + FAULT))
+        for r in range(2)
+    ]
 
 
 def test_startup_errors_in_every_variant_are_ambient() -> None:

@@ -16,19 +16,16 @@ from orchestrator.model import (
     Case,
     CaseKind,
     Checker,
-    Expectations,
     Experiment,
     Finding,
     Frame,
     Outcome,
     ParseResult,
-    Run,
-    SourceKind,
-    SourceSpec,
     TargetPattern,
     Variant,
     Verdict,
 )
+from tests import factories
 
 N = 3
 TARGET = Finding(
@@ -53,21 +50,19 @@ PATTERN = TargetPattern(checker="memcheck", kind="invalid-access", function="k")
 
 
 def experiment(targets=(PATTERN,), min_hits=2, expect=True) -> Experiment:
-    build = BuildSpec(BuildKind.JIT)
-    return Experiment(
-        name="exp",
-        source=SourceSpec(SourceKind.PATH, "/src"),
+    return factories.experiment(
         variants=(
-            Variant("patched", build),
-            Variant("rebuilt", build),
+            "patched",
+            "rebuilt",
             Variant("installed", BuildSpec(BuildKind.WHEEL)),
         ),
-        runs=(Run("plain", Checker.NONE), Run("memcheck", Checker.MEMCHECK)),
-        cases=(Case("rng", CaseKind.PYTEST, ("/t/test_rng.py",)),),
+        fix="patched",
+        controls=("rebuilt", "installed"),
+        cases=("rng",),
         repeats=N,
-        expect=Expectations(("rebuilt", "installed"), "patched", min_hits, tuple(targets))
-        if expect
-        else None,
+        min_hits=min_hits,
+        targets=targets,
+        expect=expect,
     )
 
 
@@ -76,17 +71,18 @@ def attempt(variant: str, run: str, repeat: int, what: str) -> Attempt | None:
     pass, fail."""
     if what == "missing":
         return None
-    checker = Checker.NONE if run == "plain" else Checker.MEMCHECK
-    base = Attempt(variant, run, "rng", repeat, checker, outcome=Outcome.PASSED)
-    if checker is Checker.NONE:
+    timed_out = what == "timeout"
+    if run == "plain":
         outcome = {"pass": Outcome.PASSED, "fail": Outcome.FAILED}.get(what, Outcome.ERROR)
-        return dataclasses.replace(base, outcome=outcome, timed_out=what == "timeout")
+        return factories.attempt(variant, run, "rng", repeat, outcome=outcome, timed_out=timed_out)
     findings = {"hit": (TARGET, TARGET), "cut-hit": (TARGET,), "other": (TARGET, OTHER)}.get(
         what, ()
     )
     complete = what not in ("cut", "cut-hit", "timeout")
-    parse = ParseResult(findings, len(findings) if complete else None, 0, complete)
-    return dataclasses.replace(base, parse=parse, timed_out=what == "timeout")
+    return factories.attempt(
+        variant, run, "rng", repeat, *findings,
+        checker=Checker.MEMCHECK, complete=complete, timed_out=timed_out,
+    )  # fmt: skip
 
 
 def attempts(**table: str) -> list[Attempt]:

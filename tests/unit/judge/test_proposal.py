@@ -11,25 +11,15 @@ from orchestrator import judge
 from orchestrator.config.experiment import load_experiment
 from orchestrator.judge.proposal import propose, target_block
 from orchestrator.model import (
-    Attempt,
-    BuildKind,
-    BuildSpec,
-    Case,
-    CaseKind,
     Checker,
-    Expectations,
     Experiment,
     Finding,
     Frame,
     Outcome,
-    ParseResult,
-    Run,
-    SourceKind,
-    SourceSpec,
     TargetPattern,
-    Variant,
     Verdict,
 )
+from tests import factories
 
 UAF = Finding(
     Checker.ASAN, "heap-use-after-free", "read", 8, frames=(Frame("nvfp4_quant", "q.cpp", 9),)
@@ -38,23 +28,20 @@ LEAK = Finding(Checker.ASAN, "memory-leak", "", 64, frames=(Frame("operator new[
 
 
 def experiment(min_hits: int | None = None, targets=()) -> Experiment:
-    return Experiment(
+    return factories.experiment(
         name="e",
-        source=SourceSpec(SourceKind.PATH, "/src"),
-        variants=tuple(Variant(v, BuildSpec(BuildKind.JIT)) for v in ("fix", "c1", "c2")),
-        runs=(Run("plain", Checker.NONE), Run("memcheck", Checker.MEMCHECK)),
-        cases=(Case("t", CaseKind.PYTEST, ("/t.py",)),),
-        repeats=2,
-        expect=Expectations(("c1", "c2"), "fix", min_hits, tuple(targets)),
+        variants=("fix", "c1", "c2"),
+        fix="fix",
+        controls=("c1", "c2"),
+        cases=("t",),
+        min_hits=min_hits,
+        targets=targets,
     )
 
 
 def attempt(variant: str, repeat: int, *found: Finding, run: str = "memcheck", failed=False):
-    if run == "plain":
-        outcome = Outcome.FAILED if failed else Outcome.PASSED
-        return Attempt(variant, run, "t", repeat, Checker.NONE, outcome=outcome)
-    parse = ParseResult(tuple(found), len(found), 0, True)
-    return Attempt(variant, run, "t", repeat, Checker.ASAN, outcome=Outcome.PASSED, parse=parse)
+    outcome = Outcome.FAILED if failed else Outcome.PASSED
+    return factories.attempt(variant, run, "t", repeat, *found, outcome=outcome)
 
 
 def test_what_every_control_shows_and_the_fix_does_not() -> None:

@@ -28,6 +28,7 @@ from orchestrator.model import (
     Verdict,
 )
 from orchestrator.report import table
+from tests import factories
 
 NODE = "tests/t.py::test_x[cpu]"
 UAF = Finding(Checker.ASAN, "heap-use-after-free", "read", 8, case=NODE)
@@ -45,16 +46,15 @@ EXPERIMENT = Experiment(
 
 
 def attempt(variant: str, run: str, outcome: Outcome, findings=(), error="") -> Attempt:
-    checker = Checker.NONE if run == "plain" else Checker.ASAN
-    return Attempt(
+    return factories.attempt(
         variant,
         run,
         "rng",
         0,
-        checker,
+        *findings,
         outcome=outcome,
         error=error,
-        parse=ParseResult(findings=tuple(findings), summary_count=len(findings), complete=True),
+        parse=factories.parse(*findings),
         nodes=(NodeResult(NODE, outcome),) if not error else (),
     )
 

@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.model import Attempt, Build, BuildKind, Checker
+from orchestrator.model import Attempt, Build, BuildKind, Outcome
 from orchestrator.run import journal
 from orchestrator.run.journal import Journal, ResumeError, attempt_logs, intact
+from tests import factories
 
 IDENTITY = {"experiment": "e" * 64, "config_sha256": "c" * 64, "backend": "asan"}
 
 
 def _attempt(case: str = "sum", repeat: int = 0) -> Attempt:
-    return Attempt("control", "memcheck", case, repeat, Checker.ASAN, log=Path("logs/x.log"))
+    return factories.attempt(
+        "control", "memcheck", case, repeat, outcome=Outcome.ERROR, log=Path("logs/x.log")
+    )
 
 
 def _begin(tmp_path: Path) -> Journal:

@@ -14,11 +14,11 @@ from orchestrator.model import (
     CaseKind,
     Checker,
     Finding,
-    Outcome,
     ParseResult,
     Verdict,
 )
 from orchestrator.run import scan
+from tests import factories
 
 
 def test_pytest_paths_become_absolute_and_the_rest_stays_pytest_arguments(tmp_path: Path) -> None:
@@ -72,17 +72,7 @@ def test_bad_command_lines_say_what_to_do(tmp_path: Path, argv, kw, words) -> No
 
 
 def _attempt(**kw) -> Attempt:
-    fields = {
-        "variant": scan.VARIANT,
-        "run": "memcheck",
-        "case": "bug",
-        "repeat": 0,
-        "checker": Checker.ASAN,
-        "returncode": 0,
-        "outcome": Outcome.PASSED,
-        "parse": ParseResult(complete=True),
-    }
-    return Attempt(**(fields | kw))
+    return factories.attempt(scan.VARIANT, "memcheck", "bug", 0, returncode=0, **kw)
 
 
 def test_verdict_fail_on_a_finding_inconclusive_on_bad_evidence_else_pass() -> None:
