@@ -50,7 +50,7 @@ class _Boundary(TyperGroup):
         except KeyboardInterrupt:
             code = ABORT.get(ctx.invoked_subcommand or "")
             if code is None:
-                raise  # nothing to resume: Click's own "Aborted!"
+                raise  # nothing to resume: Typer's own (130)
             err.print("interrupted", highlight=False)
             raise typer.Exit(code) from None
         finally:
