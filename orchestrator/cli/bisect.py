@@ -82,7 +82,7 @@ def bisect_command(
     --find-fix, the first that no longer does)."""
     start = time.monotonic()
     if resume is not None:
-        asked, cache_dir, jobs, probes = session.resumed(resume, cache_dir, jobs, probes)
+        asked, cache_dir, jobs, probes = session.resumed(resume, cache_dir, jobs, probes, out_dir)
         out_dir = resume
     elif config is None or not good or not bad:
         raise CsorchError(

@@ -1,7 +1,8 @@
-"""A run as asked, from the command line or from Python: one record that `csorch run` and
-`csorch gate` build (`Request`, its `Settings`), one way to resume one (`resumed`: the
-saved settings under the ones given again), one `prepare` (the checks, the config loaded,
-the backend and devices chosen) and the library entry of `csorch run` (`run`).
+"""A run as asked, from the command line or from Python: one record that `csorch run`,
+`csorch gate` and `csorch bisect` build (`Request`, its `Settings`), one way to resume one
+(`resumed`: the saved settings under the ones given again; a bisection's from its own
+state), one `prepare` (the checks, the config loaded, the backend and devices chosen) and
+the library entry of `csorch run` (`run`).
 
 What a resume starts again from is saved with the records' own serializer
 (model/record.py): a run's in its journal's begin line (`resume.settings`, written by the
@@ -143,14 +144,15 @@ def save_gate(out: Path, configs: tuple[Path, ...], settings: Settings) -> None:
     atomic_write(out / GATE_RUN, json.dumps(record, indent=1))
 
 
-def resumed(request: R, verb: str) -> R:
+def resumed(request: R, verb: str, kept: tuple[tuple[Path, ...], Settings] | None = None) -> R:
     """`request` (a run's or a gate's, with configs, settings, out and resume) as the
     `verb` it resumes began: the saved configs unless given again, the saved settings
     under the ones given, and its out the resumed directory. CsorchError for an --out
-    that is another directory."""
+    that is another directory. `kept`: the configs and settings saved, when the verb
+    reads its own record (a bisection's state); else `saved(verb, resume)`."""
     resume: Path = request.resume  # type: ignore[attr-defined]
     out: Path | None = request.out  # type: ignore[attr-defined]
-    configs, kept = saved(verb, resume)
+    configs, kept_settings = kept or saved(verb, resume)
     if out is not None and places.resolved(out) != places.resolved(resume):
         raise CsorchError(
             f"--out {out} with --resume {resume}: a resume continues the {verb} in its own "
@@ -160,7 +162,7 @@ def resumed(request: R, verb: str) -> R:
     return dataclasses.replace(
         request,  # type: ignore[type-var]
         configs=request.configs or configs,  # type: ignore[attr-defined]
-        settings=request.settings.over(kept),  # type: ignore[attr-defined]
+        settings=request.settings.over(kept_settings),  # type: ignore[attr-defined]
         out=resume,
     )
 

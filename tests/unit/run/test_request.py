@@ -134,3 +134,13 @@ def test_interrupts_and_unwritten_directories_name_the_resume(tmp_path: Path) ->
     unwritten = journal.NotWritten(OSError(28, "No space left on device"), "run", tmp_path)
     assert unwritten.ran and not unwritten.failed
     assert unwritten.resume == f"csorch run --resume {tmp_path}"
+
+
+def test_a_bisection_resumes_through_the_same_merge(tmp_path: Path) -> None:
+    kept = ((tmp_path / "c.yaml",), Settings(backend="asan", jobs=4, cache=tmp_path / "c"))
+    given = Request(settings=Settings(jobs=2), resume=tmp_path)
+    resumed = request.resumed(given, "bisect", kept)
+    assert resumed.configs == (tmp_path / "c.yaml",) and resumed.out == tmp_path
+    assert (resumed.settings.jobs, resumed.settings.cache) == (2, tmp_path / "c")
+    with pytest.raises(CsorchError, match="continues the bisect in its own directory"):
+        request.resumed(Request(out=tmp_path / "new", resume=tmp_path), "bisect", kept)
