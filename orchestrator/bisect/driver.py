@@ -32,7 +32,8 @@ from orchestrator.files import atomic_write, load_json
 from orchestrator.host import Facts
 from orchestrator.model import SourceSpec
 from orchestrator.model.record import Record
-from orchestrator.run import journal, options, pipeline
+from orchestrator.run import journal, options
+from orchestrator.run.events import Listener
 from orchestrator.run.options import Options
 
 STATE = "bisect.json"
@@ -86,10 +87,9 @@ class State(Record):
         return next(c for c in self.bisection.commits if c.sha == sha)
 
 
-class Reporter:
-    """Progress callbacks; `run_events` sees each step's build and attempts."""
-
-    run_events: pipeline.Events | None = None
+class Reporter(Listener):
+    """The run listener (run/events.py) with a bisection's own steps: it hears each step's
+    build and attempts too (when one commit is probed at a time)."""
 
     def started(self, state: State, status: Status) -> None: ...
     def step_started(self, number: int, commit: Commit, status: Status) -> None: ...
@@ -149,7 +149,7 @@ def begin(out: Path, search: Search, settings: Settings, commits: tuple[Commit, 
 
 
 #: judges one commit's tree: (subject, source, options, facts, progress) -> Evaluation
-Evaluate = Callable[[Subject, SourceSpec, Options, Facts, "pipeline.Events | None"], Evaluation]
+Evaluate = Callable[[Subject, SourceSpec, Options, Facts, "Listener | None"], Evaluation]
 
 
 def drive(
@@ -169,8 +169,23 @@ def drive(
 
     With `settings.probes` J above 1, each round probes J commits side by side (the ends,
     then cuts of the range into J+1 parts: `state.round_of`), each in a thread of its
-    own; the steps are saved as they finish, and Ctrl-C stops the round's runs."""
-    reporter = reporter or Reporter()
+    own; the steps are saved as they finish, and Ctrl-C stops the round's runs
+    (journal.Interrupted: it names the command that resumes)."""
+    try:
+        return _drive(out, state, subj, facts, reporter or Reporter(), executor, evaluate)
+    except KeyboardInterrupt:
+        raise journal.Interrupted("bisect", out) from None
+
+
+def _drive(
+    out: Path,
+    state: State,
+    subj: Subject,
+    facts: Facts,
+    reporter: Reporter,
+    executor: Executor | None,
+    evaluate: Evaluate,
+) -> State:
     status = bisect.status(state.bisection)
     reporter.started(state, status)
     search, settings = state.search, state.settings
@@ -189,7 +204,7 @@ def drive(
             stop=stop if probes > 1 else None,
         )
         spec = evaluator.at_commit(search.repo, commit.sha, search.subdir)
-        events = reporter.run_events if probes == 1 else None
+        events = reporter if probes == 1 else None
         return evaluate(subj, spec, opts, facts, events)
 
     while picks := round_of(state.bisection, probes):

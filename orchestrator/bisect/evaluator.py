@@ -38,6 +38,7 @@ from orchestrator.judge.causality import Hits
 from orchestrator.model import Build, Experiment, SourceKind, SourceSpec, TargetPattern, Variant
 from orchestrator.model.record import Record
 from orchestrator.run import pipeline
+from orchestrator.run.events import Listener
 from orchestrator.run.options import Options
 
 DECISION = "probe.json"
@@ -228,7 +229,7 @@ def evaluate(
     spec: SourceSpec,
     options: Options,
     facts: Facts,
-    events: pipeline.Events | None = None,
+    events: Listener | None = None,
 ) -> Evaluation:
     """Build and run the tree `spec` names; the bundle goes to `options.out`."""
     start = time.monotonic()

@@ -13,7 +13,8 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.files import file_digest
 from orchestrator.model import SourceKind, SourceSpec
-from orchestrator.run import options, places
+from orchestrator.run import options, places, request
+from orchestrator.run.request import Request, Settings
 
 
 def stamp() -> str:
@@ -36,10 +37,15 @@ class Asked:
 
 
 def resumed(
-    resume: Path, cache_dir: Path | None, jobs: int | None, probes: int | None = None
+    resume: Path,
+    cache_dir: Path | None,
+    jobs: int | None,
+    probes: int | None = None,
+    out: Path | None = None,
 ) -> tuple[Asked, Path, int, int]:
     """The saved search in `resume`, and its settings (cache, jobs, probes) unless given
-    again."""
+    again: the one resume of a run request (`request.resumed`), from the bisection's
+    state. CsorchError for an `out` other than `resume`."""
     old = driver.load(resume)
     if old is None:
         raise CsorchError(f"{resume} holds no bisection ({driver.STATE} is missing)")
@@ -49,11 +55,17 @@ def resumed(
             f"{s.config} changed since the bisection started",
             hint="restore it, or start a new bisection with a new --out",
         )
-    asked = Asked(
+    saved = old.settings
+    kept = Settings(backend=s.backend, repeat=s.repeat, jobs=saved.jobs, cache=saved.cache)
+    given = Settings(jobs=jobs, cache=cache_dir or cache.DEFAULT_DIR)
+    asked = request.resumed(
+        Request(settings=given, out=out, resume=resume), "bisect", ((s.config,), kept)
+    )
+    settings = asked.settings
+    search = Asked(
         s.config, s.good, s.bad, Path(s.repo), s.subdir, s.find_fix, s.backend, s.variant, s.repeat
     )
-    settings = old.settings
-    return asked, cache_dir or settings.cache, jobs or settings.jobs, probes or settings.probes
+    return search, settings.cache, settings.jobs or saved.jobs, probes or saved.probes
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import typer
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from orchestrator import proc
 from orchestrator.bisect import driver, session
 from orchestrator.bisect.state import status
 from orchestrator.cli import steps
@@ -28,8 +27,6 @@ from orchestrator.cli.common import (
     SlurmOpt,
     app,
     err,
-    fail,
-    interrupted,
     out,
 )
 from orchestrator.errors import BisectError, CsorchError
@@ -84,43 +81,32 @@ def bisect_command(
     """Find the first commit that shows the config's target signature (or, with
     --find-fix, the first that no longer does)."""
     start = time.monotonic()
-    try:
-        if resume is not None:
-            asked, cache_dir, jobs, probes = session.resumed(resume, cache_dir, jobs, probes)
-            out_dir = resume
-        elif config is None or not good or not bad:
-            raise CsorchError(
-                "give CONFIG, --good and --bad (or --resume OUT)",
-                hint="csorch bisect CONFIG --good REF --bad REF [--find-fix]",
-            )
-        else:
-            asked = session.Asked(
-                config, good, bad, repo, subdir, find_fix, backend, variant, repeat
-            )
-        ready = session.prepare(asked, out_dir, cache_dir, jobs, probes or 1)
-        out_path, state, subj, facts = ready.out, ready.state, ready.subject, ready.facts
-        runner = executor_for(subj.experiment, executor, slurm)
-    except CsorchError as exc:  # a BisectError here is a range that is not one: usage
-        raise fail(exc) from None
+    if resume is not None:
+        asked, cache_dir, jobs, probes = session.resumed(resume, cache_dir, jobs, probes, out_dir)
+        out_dir = resume
+    elif config is None or not good or not bad:
+        raise CsorchError(
+            "give CONFIG, --good and --bad (or --resume OUT)",
+            hint="csorch bisect CONFIG --good REF --bad REF [--find-fix]",
+        )
+    else:
+        asked = session.Asked(config, good, bad, repo, subdir, find_fix, backend, variant, repeat)
+    # a BisectError here is a range that is not one: a usage error (the boundary's)
+    ready = session.prepare(asked, out_dir, cache_dir, jobs, probes or 1)
+    out_path, state, subj, facts = ready.out, ready.state, ready.subject, ready.facts
+    runner = executor_for(subj.experiment, executor, slurm)
     out.print(
         f"backend: [bold]{state.search.backend}[/] ({state.settings.reason})", highlight=False
     )
     out.print(f"state: {out_path / driver.STATE}", highlight=False)
-    previous = proc.catch_signals()
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:
             reporter = steps.Reporter(progress, subj.targets)
             state = driver.drive(out_path, state, subj, facts, reporter, runner)
-    except KeyboardInterrupt:
-        raise interrupted(driver.resume_command(out_path)) from None
-    except BisectError as exc:
+    except BisectError as exc:  # an end did not re-check as the search assumes
         err.print(f"evidence: {out_path / driver.STEPS}", highlight=False, soft_wrap=True)
         raise _inconclusive(exc) from None
-    except CsorchError as exc:  # the host or the cache, not a commit, failed
-        raise fail(exc) from None
-    finally:
-        proc.restore_signals(previous)
     answer = status(state.bisection)
     raise typer.Exit(steps.answer(state, answer, out_path, time.monotonic() - start))
 

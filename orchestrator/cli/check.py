@@ -11,9 +11,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from orchestrator.cli.common import Backend, ExitCode, app, err, fail, out
+from orchestrator.cli.common import Backend, ExitCode, app, err, out
 from orchestrator.config.experiment import load_experiment
-from orchestrator.errors import CsorchError
 from orchestrator.run import options
 from orchestrator.run.preview import preview
 
@@ -24,12 +23,9 @@ def check(
     backend: Backend = "auto",
 ) -> None:
     """Validate CONFIG and print the plan a run would follow, without building."""
-    try:
-        options.check_backend(backend)
-        experiment = load_experiment(config)
-        choice, _ = options.choose_backend(backend, options.interpreter_of([experiment]))
-    except CsorchError as exc:
-        raise fail(exc) from None
+    options.check_backend(backend)
+    experiment = load_experiment(config)
+    choice, _ = options.choose_backend(backend, options.interpreter_of([experiment]))
     plan = preview(experiment, choice.backend, choice.reason)
     out.print(f"[bold]{escape(experiment.name)}[/] ({escape(str(experiment.config))})")
     for title, lines in (

@@ -1,6 +1,7 @@
-"""What every verb shares: the Typer app, the consoles, exit codes, the error printer,
-the options several verbs take, and what a long verb says when interrupted or unable to
-write."""
+"""What every verb shares: the Typer app, the consoles, exit codes, the options several
+verbs take, and the one boundary (`_Boundary`) where the library's errors, interrupts and
+signals become exit codes and messages: a verb raises or lets through what the library
+raises, and never translates it itself."""
 
 from __future__ import annotations
 
@@ -13,14 +14,51 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup, _click
 
 from orchestrator import __version__, cache, proc
 from orchestrator.config.slurm import SLURM
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
 from orchestrator.model.experiment import MAX_REPEATS
+from orchestrator.run import journal
+
+#: verbs that speak another protocol's exit codes: the one for "cannot judge" (a usage
+#: error, an interrupt), in place of USAGE (probe: git bisect run's 128, set in probe.py)
+ABORT: dict[str, int] = {}
+
+
+class _Boundary(TyperGroup):
+    """The one place, around every verb, where SIGINT and SIGTERM are caught (as Ctrl-C:
+    children stopped, the bundle or state left valid, a second signal swallowed) and
+    what the library raises becomes an exit code: a CsorchError is a usage error (2),
+    an interrupted run, gate or bisection prints the command that resumes it and is
+    inconclusive (3), and so is a directory that could not be written (a fail stays a
+    fail)."""
+
+    def invoke(self, ctx: _click.Context) -> object:
+        previous = proc.catch_signals()
+        try:
+            return super().invoke(ctx)
+        except journal.NotWritten as exc:
+            raise not_written(exc) from None
+        except journal.Interrupted as exc:
+            raise interrupted(exc.resume) from None
+        except CsorchError as exc:
+            code = ABORT.get(ctx.invoked_subcommand or "")
+            raise fail(exc, ExitCode.USAGE if code is None else code) from None
+        except KeyboardInterrupt:
+            code = ABORT.get(ctx.invoked_subcommand or "")
+            if code is None:
+                raise  # nothing to resume: Typer's own (130)
+            err.print("interrupted", highlight=False)
+            raise typer.Exit(code) from None
+        finally:
+            proc.restore_signals(previous)
+
 
 app = typer.Typer(
+    cls=_Boundary,
     name="csorch",
     help="Compute Sanitizer validation orchestrator: builds patched and unpatched variants "
     "of a CUDA/C++ extension, runs their cases under a checker, and judges whether the "
@@ -87,12 +125,13 @@ SlurmOpt = Annotated[
 DEFAULT_CACHE = cache.DEFAULT_DIR
 
 
-def fail(error: CsorchError) -> typer.Exit:
-    """Print a csorch error for the user; the caller raises the returned Exit."""
+def fail(error: CsorchError, code: int = 2) -> typer.Exit:
+    """Print a csorch error for the user; the caller raises the returned Exit (`code`,
+    a usage error unless the verb speaks another protocol)."""
     err.print(f"[bold red]error:[/] {error.message}", highlight=False, soft_wrap=True)
     if error.hint:
         err.print(f"[dim]hint:[/] {error.hint}", highlight=False, soft_wrap=True)
-    return typer.Exit(ExitCode.USAGE)
+    return typer.Exit(code)
 
 
 def interrupted(command: str) -> typer.Exit:
@@ -112,6 +151,18 @@ def cannot_write(exc: OSError, command: str, out_dir: Path) -> typer.Exit:
         soft_wrap=True,
     )
     return typer.Exit(ExitCode.INCONCLUSIVE)
+
+
+def not_written(exc: journal.NotWritten) -> typer.Exit:
+    """A run's or gate's directory could not be written: inconclusive (a pass whose
+    evidence was not written is no pass), a fail stays a fail; when nothing ran there is
+    nothing to resume, only the --out to fix."""
+    if not exc.ran:
+        err.print(f"error: --out {exc.out}: {exc.error}", highlight=False, soft_wrap=True)
+        stop = typer.Exit(ExitCode.INCONCLUSIVE)
+    else:
+        stop = cannot_write(exc.error, exc.resume, exc.out)
+    return typer.Exit(ExitCode.FAIL) if exc.failed else stop
 
 
 #: GitHub Actions names the job summary's file in this variable (Markdown, appended to)
@@ -144,13 +195,6 @@ def step_summary(markdown: str, where: Path) -> None:
             highlight=False,
             soft_wrap=True,
         )
-
-
-def interrupt(signum: int, frame: object) -> None:
-    """SIGTERM handler: a CI job is cancelled with SIGTERM; treat it as Ctrl-C, so the
-    children are stopped and the bundle or state is left valid (they run in their own
-    sessions and would otherwise be orphaned); a second signal is swallowed."""
-    proc.on_signal(signum, frame)
 
 
 def _print_version(value: bool) -> None:

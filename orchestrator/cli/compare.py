@@ -3,6 +3,7 @@ patched), from a fresh run or a stored bundle."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -19,16 +20,15 @@ from orchestrator.cli.common import (
     Jobs,
     app,
     err,
-    fail,
     out,
 )
-from orchestrator.cli.progress import run_one
+from orchestrator.cli.progress import shown, table_of
 from orchestrator.config.experiment import load_experiment
-from orchestrator.errors import BundleError, CsorchError
+from orchestrator.errors import CsorchError
 from orchestrator.judge import compare
 from orchestrator.model import Verdict
 from orchestrator.report import verdicts
-from orchestrator.run import options, places
+from orchestrator.run import options, places, request
 
 
 @app.command("compare")
@@ -53,18 +53,12 @@ def compare_command(
     patch removes what they share. A stored bundle (--from) is compared only once it
     verifies, is complete and (CONFIG given) is that config's. Exit 0 yes, 1 the patch
     does not, 3 undecided."""
-    try:
-        options.check_backend(backend)
-        if config is None and from_ is None:
-            raise CsorchError("give CONFIG (or --from BUNDLE)", hint="csorch compare CONFIG")
-        experiment = load_experiment(config) if config is not None else None
-    except CsorchError as exc:
-        raise fail(exc) from None
+    options.check_backend(backend)
+    if config is None and from_ is None:
+        raise CsorchError("give CONFIG (or --from BUNDLE)", hint="csorch compare CONFIG")
+    experiment = load_experiment(config) if config is not None else None
     if from_ is not None:
-        try:
-            trusted = trust.load_trusted(from_, experiment)
-        except BundleError as exc:
-            raise fail(exc) from None
+        trusted = trust.load_trusted(from_, experiment)
         if not trusted.ok or trusted.records is None:
             for reason in trusted.reasons:
                 err.print(f"[yellow]inconclusive:[/] {escape(reason)}", soft_wrap=True)
@@ -76,22 +70,20 @@ def compare_command(
     else:
         assert experiment is not None
         target = out_dir or options.default_out(experiment.name)
-        try:
-            choice, facts = options.choose_backend(
-                backend, options.interpreter_of([experiment])
-            )
-            options.check_out(target)
-            places.check_directory(cache_dir, "--cache-dir")
-            places.check_out(
-                target,
-                sources=places.sources([experiment]),
-                cache=cache_dir,
-                )
-        except CsorchError as exc:
-            raise fail(exc) from None
+        choice, facts = options.choose_backend(backend, options.interpreter_of([experiment]))
+        options.check_out(target)
+        places.check_directory(cache_dir, "--cache-dir")
+        places.check_out(
+            target,
+            sources=places.sources([experiment]),
+            cache=cache_dir,
+        )
         out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
         opts = options.make(choice, target, cache=cache_dir, jobs=jobs)
-        result = run_one(experiment, opts, facts)
+        start = time.monotonic()
+        with shown() as listener:
+            result = request.execute(experiment, opts, facts, listener)
+        table_of(result, opts.backend, time.monotonic() - start)
         sources, builds, attempts = result.sources, result.builds, result.attempts
     assert experiment is not None
     c = compare.compare(experiment, sources, builds, attempts)

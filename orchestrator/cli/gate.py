@@ -8,40 +8,23 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import backends, proc
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
     Backend,
     CacheDir,
     ExecutorOpt,
-    ExitCode,
     Jobs,
     Repeat,
     SlurmOpt,
     app,
-    cannot_write,
-    err,
-    fail,
-    interrupted,
     out,
     step_summary,
 )
-from orchestrator.cli.progress import run_one, table_of, together
-from orchestrator.errors import CsorchError
+from orchestrator.cli.progress import shown, table_of
 from orchestrator.gate import manifest, pipeline
-from orchestrator.model import Verdict
 from orchestrator.model.job import Fanout
 from orchestrator.report import verdicts
-from orchestrator.run import journal
-
-
-class _Said(pipeline.Reporter):
-    def backend(self, choice: backends.Choice) -> None:
-        out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
-
-    def devices(self, devices: tuple[str, ...], fanout: Fanout) -> None:
-        out.print(f"devices: {','.join(devices)} ({fanout.value})", highlight=False)
 
 
 @app.command("gate")
@@ -80,7 +63,10 @@ def gate_command(
         typer.Option(help="continue the gate kept in this --out directory (killed or interrupted)"),
     ] = None,
     serial: Annotated[
-        bool, typer.Option("--serial", help="run the experiments one after another")
+        bool,
+        typer.Option(
+            "--serial", help="run the experiments one after another (default: all at once)"
+        ),
     ] = False,
     sign: Annotated[
         Path | None,
@@ -112,27 +98,13 @@ def gate_command(
         stored=tuple(from_ or ()),
         sign=sign,
     )
-
-    def start(events_for):  # type: ignore[no-untyped-def]
-        return pipeline.run(
-            request,
-            reporter=_Said(),
-            run_one=run_one,
-            render=verdicts.gate_report,
-            events_for=events_for,
-        )
-
-    previous = proc.catch_signals()
     try:
-        done = together(start)
-    except CsorchError as exc:
-        raise fail(exc) from None
-    except pipeline.NotWritten as exc:
-        raise _not_written(exc) from None
-    except pipeline.Interrupted as exc:  # run together: each journal keeps its part
-        raise interrupted(journal.resume_command("gate", exc.out)) from None
-    finally:
-        proc.restore_signals(previous)
+        with shown() as listener:
+            done = pipeline.run(request, listener=listener, render=verdicts.gate_report)
+    except pipeline.NotWritten as exc:  # the boundary says what was not written
+        if exc.result is not None:
+            out.print(verdicts.gate(exc.result))
+        raise
     for result in done.runs:
         table_of(result, result.backend)
     out.print(verdicts.gate(done.result))
@@ -143,18 +115,3 @@ def gate_command(
         if summary.is_file():
             step_summary(summary.read_text(encoding="utf-8"), summary)
     raise typer.Exit(VERDICT_EXIT[done.result.verdict])
-
-
-def _not_written(exc: pipeline.NotWritten) -> typer.Exit:
-    """The gate directory could not be written: a fail stays a fail; anything else is
-    inconclusive (a pass whose evidence was not written is no pass)."""
-    if exc.result is not None:
-        out.print(verdicts.gate(exc.result))
-    if not exc.ran:  # nothing ran: there is nothing to resume, only the --out to fix
-        err.print(f"error: --out {exc.out}: {exc.error}", highlight=False, soft_wrap=True)
-        stop = typer.Exit(ExitCode.INCONCLUSIVE)
-    else:
-        stop = cannot_write(exc.error, journal.resume_command("gate", exc.out), exc.out)
-    if exc.result is not None and exc.result.verdict is Verdict.FAIL:
-        return typer.Exit(ExitCode.FAIL)
-    return stop

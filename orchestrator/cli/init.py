@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.bisect import history
-from orchestrator.cli.common import ExitCode, app, err, fail, out
+from orchestrator.cli.common import ExitCode, app, err, out
 from orchestrator.config.scaffold import Facts, scaffold
 from orchestrator.errors import CsorchError
 
@@ -96,14 +96,11 @@ def init(
     ] = None,
 ) -> None:
     """Write a first config for REPO and a fix (then: csorch check, csorch run)."""
-    try:
-        if out_file is not None and out_file.exists():
-            raise CsorchError(f"--out {out_file} exists", hint="give a new file name")
-        facts = facts_of(repo, fix, control, installed, tests or [])
-        base = out_file.resolve().parent if out_file is not None else None
-        text = scaffold(facts, base=base, name=name)
-    except CsorchError as exc:
-        raise fail(exc) from None
+    if out_file is not None and out_file.exists():
+        raise CsorchError(f"--out {out_file} exists", hint="give a new file name")
+    facts = facts_of(repo, fix, control, installed, tests or [])
+    base = out_file.resolve().parent if out_file is not None else None
+    text = scaffold(facts, base=base, name=name)
     if out_file is None:
         out.print(text, end="", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(ExitCode.PASS)

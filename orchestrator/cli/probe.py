@@ -16,23 +16,20 @@ import typer
 from rich.markup import escape
 from typer.core import TyperCommand
 
-from orchestrator import proc
 from orchestrator.bisect import evaluator, session
 from orchestrator.bisect.state import Mark
 from orchestrator.cli.common import (
+    ABORT,
     DEFAULT_CACHE,
     CacheDir,
     ExitCode,
     Jobs,
     Repeat,
     app,
-    err,
-    fail,
     out,
 )
 from orchestrator.cli.steps import MARK_STYLE
 from orchestrator.config.experiment import load_experiment
-from orchestrator.errors import CsorchError
 from orchestrator.run import options
 
 
@@ -44,6 +41,7 @@ class ProbeExit(enum.IntEnum):
 
 
 PROBE_EXIT = {Mark.GOOD: ProbeExit.GOOD, Mark.BAD: ProbeExit.BAD, Mark.SKIP: ProbeExit.SKIP}
+ABORT["probe"] = ProbeExit.ABORT  # csorch cannot judge: git bisect run stops
 
 
 class _GitProtocol(TyperCommand):
@@ -78,14 +76,11 @@ def probe_command(
 ) -> None:
     """Judge one tree for `git bisect run`: exit 0 good, 1 bad (the target shows in k of
     N repeats), 125 skip (untestable), 128 csorch cannot judge (stops git bisect)."""
-    try:
-        experiment = load_experiment(config)
-        choice, facts = options.choose_backend(backend)
-        subj = evaluator.subject(experiment, variant, choice.backend)
-        label, spec = session.probe_spec(subj, repo, ref, subdir)
-    except CsorchError as exc:
-        fail(exc)  # prints; the exit code is git's "abort"
-        raise typer.Exit(ProbeExit.ABORT) from None
+    # a CsorchError or an interrupt: git's "abort" (ABORT, the boundary's)
+    experiment = load_experiment(config)
+    choice, facts = options.choose_backend(backend)
+    subj = evaluator.subject(experiment, variant, choice.backend)
+    label, spec = session.probe_spec(subj, repo, ref, subdir)
     opts = options.make(
         choice,
         evaluator.fresh_dir(out_dir.resolve(), f"{session.stamp()}-{label}"),
@@ -94,17 +89,8 @@ def probe_command(
         jobs=jobs,
         repeat=repeat,
     )
-    previous = proc.catch_signals()
-    try:
-        evaluation = evaluator.evaluate(subj, spec, opts, facts)
-    except KeyboardInterrupt:
-        err.print("interrupted", highlight=False)
-        raise typer.Exit(ProbeExit.ABORT) from None
-    except CsorchError as exc:  # the host's facts contradict each other: no commit judged
-        fail(exc)
-        raise typer.Exit(ProbeExit.ABORT) from None
-    finally:
-        proc.restore_signals(previous)
+    # host facts that contradict each other: no commit judged, git's "abort"
+    evaluation = evaluator.evaluate(subj, spec, opts, facts)
     style = MARK_STYLE[evaluation.mark]
     out.print(
         f"probe {label} ({choice.backend}): [{style}]{evaluation.mark.value.upper()}[/] "

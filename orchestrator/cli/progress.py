@@ -1,39 +1,46 @@
-"""Progress bars for builds and attempts, and one experiment run with them (`run_one`),
-its table printed after: what run, gate and compare show while an experiment runs."""
+"""The command line's listener (run/events.py): what run, gate and compare show while
+their experiments run, progress bars for builds and attempts (a pair per experiment when
+a gate runs several), and what each experiment's table looks like after."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import host, proc
-from orchestrator.cli.common import cannot_write, err, fail, interrupted, out
-from orchestrator.errors import CsorchError
+from orchestrator import backends
+from orchestrator.cli.common import err, out
 from orchestrator.model import Attempt, Build, Experiment
-from orchestrator.model.job import Job
+from orchestrator.model.job import Fanout, Job
 from orchestrator.report import table
-from orchestrator.run import journal, pipeline
-from orchestrator.run.options import Options
-
-T = TypeVar("T")
+from orchestrator.run import pipeline
+from orchestrator.run.events import Listener
 
 
-class _Progress(pipeline.Events):
-    """Rich progress bars for builds and attempts (called from worker threads)."""
+class Shown(Listener):
+    """The backend and devices chosen, printed, and Rich progress bars for builds and
+    attempts (called from worker threads); `experiment` gives each experiment of a gate
+    bars of its own, named for it."""
 
     def __init__(self, progress: Progress, name: str = "") -> None:
         self.progress = progress
         self.at = f"{name}: " if name else ""  # several experiments at once: whose bar
-        self.builds = progress.add_task(f"{self.at}building", total=0)
-        self.runs = progress.add_task(f"{self.at}running", total=0)
+        self.builds = self.runs = -1  # the bars, once the run is planned
         self.phases: dict[Job, str] = {}  # a cluster executor's jobs: queued/running/done
 
+    def backend(self, choice: backends.Choice) -> None:
+        out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
+
+    def devices(self, devices: tuple[str, ...], fanout: Fanout) -> None:
+        out.print(f"devices: {','.join(devices)} ({fanout.value})", highlight=False)
+
+    def experiment(self, experiment: Experiment) -> Listener:
+        return Shown(self.progress, experiment.name)
+
     def planned(self, variants: list[str], jobs: int) -> None:
-        self.progress.update(self.builds, total=len(variants))
-        self.progress.update(self.runs, total=jobs)
+        self.builds = self.progress.add_task(f"{self.at}building", total=len(variants))
+        self.runs = self.progress.add_task(f"{self.at}running", total=jobs)
 
     def resumed(self, kept: int, dropped: int) -> None:
         again = (
@@ -74,77 +81,21 @@ class _Progress(pipeline.Events):
         )
 
 
-def run_one(
-    experiment: Experiment, options: Options, facts: host.Facts, resume: str = ""
-) -> pipeline.RunResult:
-    """Run one experiment with progress bars, then print its table. Ctrl-C or SIGTERM
-    leave the bundle marked incomplete, print the command that resumes (`resume`, else
-    `csorch run --resume OUT`) and exit INCONCLUSIVE."""
-    start = time.monotonic()
+@contextmanager
+def shown() -> Iterator[Shown]:
+    """The listener, its bars drawn (on stderr, gone once done) while the block runs."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    previous = proc.catch_signals()
-    try:
-        with Progress(*columns, console=err, transient=True) as progress:
-            result = pipeline.run_experiment(experiment, options, facts, _Progress(progress))
-    except KeyboardInterrupt:
-        raise interrupted(resume or journal.resume_command("run", options.out)) from None
-    # a resume refused (another run's journal, a changed source), or the host's facts
-    # contradicting each other (HostMismatch)
-    except CsorchError as exc:
-        raise fail(exc) from None
-    except OSError as exc:  # the disk is full, the bundle directory went away
-        again = resume or journal.resume_command("run", options.out)
-        raise cannot_write(exc, again, options.out) from None
-    finally:
-        proc.restore_signals(previous)
-    out.print(
-        table.render(
-            experiment,
-            result.builds,
-            result.attempts,
-            result.judgement,
-            backend=options.backend,
-            not_run=result.not_run,
-        )
-    )
-    out.print(f"bundle: {result.bundle} ({time.monotonic() - start:.0f} s)", highlight=False)
-    return result
+    with Progress(*columns, console=err, transient=True) as progress:
+        yield Shown(progress)
 
 
-def together(start: Callable[[Callable[[Experiment], pipeline.Events]], T]) -> T:
-    """`start(events_for)` (a gate that may run its experiments at once) with one set of
-    progress bars, a pair per experiment, shown from the first `events_for` call (a gate
-    running one by one shows `run_one`'s bars instead); each experiment's table is the
-    caller's to print afterwards (`table_of`)."""
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    progress = Progress(*columns, console=err, transient=True)
-    shown = []
-
-    def events_for(experiment: Experiment) -> pipeline.Events:
-        if not shown:
-            progress.start()
-            shown.append(True)
-        return _Progress(progress, experiment.name)
-
-    try:
-        return start(events_for)
-    finally:
-        if shown:
-            progress.stop()
-
-
-def table_of(result: pipeline.RunResult, backend: str) -> None:
-    """Print one experiment's table and where its bundle is."""
+def table_of(result: pipeline.RunResult, backend: str, seconds: float | None = None) -> None:
+    """Print one experiment's table and where its bundle is (and how long it took)."""
     out.print(
         table.render(
             result.experiment,
@@ -155,4 +106,5 @@ def table_of(result: pipeline.RunResult, backend: str) -> None:
             not_run=result.not_run,
         )
     )
-    out.print(f"bundle: {result.bundle}", highlight=False)
+    took = f" ({seconds:.0f} s)" if seconds is not None else ""
+    out.print(f"bundle: {result.bundle}{took}", highlight=False)

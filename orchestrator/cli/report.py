@@ -71,7 +71,7 @@ def _emit(text: str, output: Path | None) -> None:
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+        raise CsorchError(f"--output {output}: {exc.strerror}") from None
     raise typer.Exit(ExitCode.PASS)
 
 
@@ -104,7 +104,7 @@ def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) ->
         with output.open("w", encoding="utf-8") as f:
             Console(file=f, width=200, color_system=None).print(view)
     except OSError as exc:
-        raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+        raise CsorchError(f"--output {output}: {exc.strerror}") from None
     raise typer.Exit(ExitCode.PASS)
 
 
@@ -148,24 +148,18 @@ def report_command(
             CsorchError(f"unknown format {fmt!r}", hint="choose one of: " + ", ".join(FORMATS))
         )
     if output is not None:
-        try:
-            places.check_report(output)
-        except CsorchError as exc:
-            raise fail(exc) from None
+        places.check_report(output)
     if gate_manifest.is_gate_dir(bundle):
         _gate_dir(bundle, fmt, output, policy)
-    try:
-        trusted = trust.load_trusted(bundle)
-        if trusted.results is None or trusted.manifest is None:
-            raise BundleError(bundle, "; ".join(trusted.reasons))
-        results, manifest = trust.shown(trusted), trusted.manifest
-        if policy is not None:
-            allow = gate.load_policy(policy).allow
-            today = datetime.date.today()
-            results = allowances.mark_results(results, [a for a in allow if not a.expired(today)])
-        records = bundles.records(results, bundle / bundles.RESULTS)
-    except CsorchError as exc:  # a bad bundle or policy, or an --output inside a bundle
-        raise fail(exc) from None
+    trusted = trust.load_trusted(bundle)
+    if trusted.results is None or trusted.manifest is None:
+        raise BundleError(bundle, "; ".join(trusted.reasons))
+    results, manifest = trust.shown(trusted), trusted.manifest
+    if policy is not None:
+        allow = gate.load_policy(policy).allow
+        today = datetime.date.today()
+        results = allowances.mark_results(results, [a for a in allow if not a.expired(today)])
+    records = bundles.records(results, bundle / bundles.RESULTS)
     for reason in trusted.reasons:  # shown, and the verdict is INCONCLUSIVE in the report
         err.print(f"[yellow]not evidence:[/] {escape(reason)}", highlight=False, soft_wrap=True)
     if fmt == "table":
@@ -177,7 +171,7 @@ def report_command(
             with output.open("w", encoding="utf-8") as f:
                 Console(file=f, width=200, color_system=None).print(view)
         except OSError as exc:
-            raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
+            raise CsorchError(f"--output {output}: {exc.strerror}") from None
         raise typer.Exit(ExitCode.PASS)
     if fmt == "sarif" and repo_root is not None:
         _emit(sarif.render(results, manifest, root=repo_root.resolve()), output)

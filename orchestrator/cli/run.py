@@ -1,7 +1,9 @@
-"""`csorch run`: one experiment end to end, with progress bars, then its table."""
+"""`csorch run`: one experiment end to end, with progress bars, then its table: the flags
+make a run request (run/request.py), the library runs it, and this module prints."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -18,17 +20,13 @@ from orchestrator.cli.common import (
     Repeat,
     SlurmOpt,
     app,
-    fail,
     out,
     step_summary,
 )
-from orchestrator.cli.progress import run_one
-from orchestrator.config.experiment import load_experiment, only_cases
-from orchestrator.errors import CsorchError
-from orchestrator.executors.choice import check_local_only, executor_for
+from orchestrator.cli.progress import shown, table_of
 from orchestrator.judge import proposal
 from orchestrator.model.job import Fanout
-from orchestrator.run import journal, options, places
+from orchestrator.run.request import Request, Settings, run
 
 
 @app.command("run")
@@ -69,71 +67,31 @@ def run_command(
     ] = None,
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality."""
-    try:
-        if resume is not None:
-            saved = journal.Journal.read(resume).settings
-            # the run as it began, unless given again (a difference is refused later)
-            config = config or Path(str(saved.get("config", "")))
-            backend = saved.get("backend", backend) if backend == "auto" else backend
-            case = case or list(saved.get("cases", []))
-            repeat = repeat or saved.get("repeat")
-            devices = devices or ",".join(saved.get("devices", [])) or None
-            fanout = Fanout(saved.get("fanout", fanout.value))
-            jobs = jobs or saved.get("jobs")
-            if cache_dir == DEFAULT_CACHE and saved.get("cache"):
-                cache_dir = Path(str(saved["cache"]))
-            if out_dir is not None and places.resolved(out_dir) != places.resolved(resume):
-                raise CsorchError(
-                    f"--out {out_dir} with --resume {resume}: a resume continues the run in "
-                    "its own directory",
-                    hint=f"drop --out: {journal.resume_command('run', resume)}",
-                )
-            out_dir = resume
-        elif config is None:
-            raise CsorchError("give CONFIG (or --resume OUT)", hint="csorch run CONFIG [--out DIR]")
-        options.check_backend(backend)
-        if resume is None and out_dir is not None:
-            try:
-                options.check_out(out_dir)
-            except CsorchError as exc:
-                if (out_dir / journal.JOURNAL).is_file():
-                    exc.hint += f", or continue that run: {journal.resume_command('run', out_dir)}"
-                raise
-        places.check_directory(cache_dir, "--cache-dir")
-        experiment = only_cases(load_experiment(config), case or [])
-        if out_dir is not None:
-            places.check_out(
-                out_dir,
-                sources=places.sources([experiment]),
-                cache=cache_dir,
-                resuming=resume is not None,
-            )
-        options.check_repeat(experiment, repeat)
-        runner = executor_for(experiment, executor, slurm)
-        check_local_only(runner, devices)
-        choice, facts = options.choose_backend(backend, options.interpreter_of([experiment]))
-        device_list = (
-            options.resolve_devices(devices, choice.backend, facts.fast) if runner is None else ()
-        )
-    except CsorchError as exc:  # a bad config or --devices, or a checker that is missing
-        raise fail(exc) from None
-    out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
-    opts = options.make(
-        choice,
-        out_dir or options.default_out(experiment.name),
-        cache=cache_dir,
-        jobs=jobs,
-        devices=device_list,
-        fanout=fanout,
+    settings = Settings(
+        backend=backend,
         repeat=repeat,
+        jobs=jobs,
+        devices=devices,
+        fanout=fanout,
+        executor=executor,
+        slurm=tuple(slurm) if slurm else None,
+        cache=cache_dir,
+        cases=tuple(case or ()),
         keep_work=keep_work,
-        executor=runner,
-        resume=resume is not None,
-        selected=tuple(case or ()),
     )
-    result = run_one(experiment, opts, facts)
+    asked = Request(
+        configs=(config,) if config is not None else (),
+        settings=settings,
+        out=out_dir,
+        resume=resume,
+    )
+    start = time.monotonic()
+    with shown() as listener:
+        result = run(asked, listener)
+    table_of(result, result.backend, time.monotonic() - start)
     found = proposal.propose(result.experiment, result.attempts)
     if found:  # the config has no target: what every control showed and the fix did not
+        experiment = result.experiment
         out.print(
             f"proposed target (every control shows it, {experiment.expect.fix} does not; "  # type: ignore[union-attr]
             f"paste under expect: in {experiment.config}):",

@@ -3,6 +3,7 @@ checker, no config; the per-case findings table and a bundle."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -17,14 +18,13 @@ from orchestrator.cli.common import (
     Jobs,
     Repeat,
     app,
-    fail,
     out,
     step_summary,
 )
-from orchestrator.cli.progress import run_one
+from orchestrator.cli.progress import shown, table_of
 from orchestrator.config.schema import DURATION_RE, PRESETS, UNITS
 from orchestrator.errors import CsorchError
-from orchestrator.run import options, scan
+from orchestrator.run import options, request, scan
 
 
 def _seconds(text: str) -> float:
@@ -90,24 +90,21 @@ def scan_command(
     """Run a command under the checker, as it is: no config, no expectations. Exit 0 when
     the checker found nothing, 1 when it found something, 3 when the evidence is
     incomplete (a build that failed, a timeout, a truncated log)."""
-    try:
-        experiment = scan.experiment(
-            argv,
-            cwd=Path.cwd(),
-            source=source,
-            checker=checker,
-            build=build,
-            options=tuple(option or ()),
-            preset=preset,
-            target_processes=target_processes,
-            timeout=_seconds(timeout),
-        )
-        if out_dir is not None:
-            options.check_out(out_dir)
-        choice, facts = options.choose_backend(backend)
-        device_list = options.resolve_devices(devices, choice.backend, facts.fast)
-    except CsorchError as exc:
-        raise fail(exc) from None
+    experiment = scan.experiment(
+        argv,
+        cwd=Path.cwd(),
+        source=source,
+        checker=checker,
+        build=build,
+        options=tuple(option or ()),
+        preset=preset,
+        target_processes=target_processes,
+        timeout=_seconds(timeout),
+    )
+    if out_dir is not None:
+        options.check_out(out_dir)
+    choice, facts = options.choose_backend(backend)
+    device_list = options.resolve_devices(devices, choice.backend, facts.fast)
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
     opts = options.make(
         choice,
@@ -119,6 +116,9 @@ def scan_command(
         keep_work=keep_work,
         judge=scan.verdict,
     )
-    result = run_one(experiment, opts, facts)
+    start = time.monotonic()
+    with shown() as listener:
+        result = request.execute(experiment, opts, facts, listener)
+    table_of(result, opts.backend, time.monotonic() - start)
     step_summary(report.render("markdown", *bundle.read(result.bundle)), result.bundle)
     raise typer.Exit(VERDICT_EXIT[result.judgement.verdict])

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from orchestrator.cli.common import ExitCode, app, err, interrupt
-from orchestrator.errors import CsorchError
+from orchestrator.cli.common import ExitCode, app, err
 from orchestrator.executors.slurm import executor as slurm
 
 
@@ -20,9 +18,9 @@ def slurm_task_command(
     spool: Annotated[Path, typer.Argument(help="the variant's spool directory")],
 ) -> None:
     """Run this array task's attempt (SLURM_ARRAY_TASK_ID) and write its result."""
-    # Slurm ends a task with SIGTERM (time limit, scancel): stop the attempt's children
-    # as Ctrl-C would; the driver sees Slurm's state and retries or records it
-    signal.signal(signal.SIGTERM, interrupt)
+    # Slurm ends a task with SIGTERM (time limit, scancel): the boundary (cli/common.py)
+    # stops the attempt's children as Ctrl-C would; the driver sees Slurm's state and
+    # retries or records it
     try:
         index = int(os.environ["SLURM_ARRAY_TASK_ID"])
         array = os.environ.get("SLURM_ARRAY_JOB_ID") or os.environ["SLURM_JOB_ID"]
@@ -31,10 +29,7 @@ def slurm_task_command(
         raise typer.Exit(ExitCode.USAGE) from None
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     try:
-        path = slurm.work(spool, index, array, node)
-    except CsorchError as exc:
-        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(ExitCode.USAGE) from None
+        path = slurm.work(spool, index, array, node)  # a CsorchError: a usage error
     except KeyboardInterrupt:
         err.print(f"task {array}_{index} on {node}: stopped by a signal", highlight=False)
         raise typer.Exit(ExitCode.INCONCLUSIVE) from None

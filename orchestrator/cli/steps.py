@@ -12,14 +12,16 @@ from orchestrator.bisect import driver
 from orchestrator.bisect.state import Commit, Mark, Status
 from orchestrator.cli.common import ExitCode, out
 from orchestrator.model import Build, TargetPattern
-from orchestrator.run import pipeline
 
 MARK_STYLE = {Mark.BAD: "bold red", Mark.GOOD: "bold green", Mark.SKIP: "yellow"}
 
 
-class _StepEvents(pipeline.Events):
-    def __init__(self, progress: Progress, task: int) -> None:
-        self.progress, self.task = progress, task
+class Reporter(driver.Reporter):
+    """One line per step, and a spinner with the step in flight (and its build)."""
+
+    def __init__(self, progress: Progress, targets: tuple[TargetPattern, ...]) -> None:
+        self.progress, self.targets = progress, targets
+        self.task = progress.add_task("", total=None)
         self.prefix = ""
 
     def build_started(self, variant: str) -> None:
@@ -28,16 +30,6 @@ class _StepEvents(pipeline.Events):
     def build_finished(self, build: Build) -> None:
         state = "cached" if build.cached else "built" if build.ok else "build failed"
         self.progress.update(self.task, description=f"{self.prefix}: {state}, running")
-
-
-class Reporter(driver.Reporter):
-    """One line per step, and a spinner with the step in flight."""
-
-    def __init__(self, progress: Progress, targets: tuple[TargetPattern, ...]) -> None:
-        self.progress, self.targets = progress, targets
-        self.task = progress.add_task("", total=None)
-        self.step = _StepEvents(progress, self.task)
-        self.run_events = self.step
 
     def started(self, state: driver.State, status: Status) -> None:
         s, commits = state.search, state.bisection.commits
@@ -55,9 +47,9 @@ class Reporter(driver.Reporter):
             self.progress.console.print(f"resuming after step {len(state.steps)}", highlight=False)
 
     def step_started(self, number: int, commit: Commit, status: Status) -> None:
-        self.step.prefix = f"step {number} {commit.short} ({status.role})"
+        self.prefix = f"step {number} {commit.short} ({status.role})"
         left = f", about {status.steps_left} steps left"
-        self.progress.update(self.task, description=self.step.prefix + left)
+        self.progress.update(self.task, description=self.prefix + left)
 
     def step_finished(self, step: driver.Step, remaining: int) -> None:
         ev = step.evaluation

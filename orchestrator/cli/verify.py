@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from orchestrator.bundle import trust, verify
-from orchestrator.cli.common import ExitCode, app, fail, out
+from orchestrator.cli.common import ExitCode, app, out
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.gate import manifest
 
@@ -67,21 +67,18 @@ def verify_command(
     3 when the evidence is intact but the run did not finish, 2 when BUNDLE is neither a
     bundle nor a gate's directory."""
     reasons: tuple[str, ...] = ()
-    try:
-        if manifest.is_gate_dir(bundle):
-            result = manifest.verify_gate(bundle, allowed_signers, identity)
-        elif allowed_signers is not None:
-            raise CsorchError(
-                "--allowed-signers checks a gate's signature; this is an experiment bundle",
-                hint="give the directory `csorch gate --sign KEY --out DIR` wrote",
-            )
-        else:
-            trusted = trust.load_trusted(bundle)
-            if trusted.verification is None:
-                raise BundleError(bundle, "; ".join(trusted.reasons))
-            result, reasons = trusted.verification, trusted.reasons
-    except CsorchError as exc:
-        raise fail(exc) from None
+    if manifest.is_gate_dir(bundle):
+        result = manifest.verify_gate(bundle, allowed_signers, identity)
+    elif allowed_signers is not None:
+        raise CsorchError(
+            "--allowed-signers checks a gate's signature; this is an experiment bundle",
+            hint="give the directory `csorch gate --sign KEY --out DIR` wrote",
+        )
+    else:
+        trusted = trust.load_trusted(bundle)
+        if trusted.verification is None:
+            raise BundleError(bundle, "; ".join(trusted.reasons))
+        result, reasons = trusted.verification, trusted.reasons
     table = Table(title=f"verify {bundle}", header_style="bold", title_justify="left")
     for column in ("status", "kind", "variant", "path", "sha256", "detail"):
         table.add_column(column, overflow="fold")

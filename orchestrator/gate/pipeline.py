@@ -2,10 +2,11 @@
 experiment into its own bundle, or judge stored bundles again, then decide, and write the
 gate directory: gate.json, report.md and the manifest over them and every bundle.
 
-`run(Request(...))` does all of it and returns a `GateRun`. What it prints and how one
-experiment is run are the caller's: `Reporter` hears the backend and the devices,
-`run_one` runs an experiment (default: the pipeline, silently), `render` makes report.md
-from the records (the report layer sits above this one).
+`run(Request(...))` does all of it and returns a `GateRun`. The experiments run together,
+one plan over one pool of jobs (one experiment is a case of it); what a caller shows is
+its own: a `Listener` (run/events.py) hears the backend, the devices and each
+experiment's builds and attempts, `render` makes report.md from the records (the report
+layer sits above this one).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import backends, cache, host
+from orchestrator import backends, host
 from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
-from orchestrator.files import TooDeep, atomic_write, load_json, remove_partial_writes
+from orchestrator.files import TooDeep, atomic_write, remove_partial_writes
 from orchestrator.files import walk as files_walk
 from orchestrator.gate import manifest, signing, stored
 from orchestrator.gate.allowances import Allowance
@@ -38,43 +39,29 @@ from orchestrator.gate.policy import (
     is_gate_config,
     load_policy,
 )
-from orchestrator.model import Experiment
-from orchestrator.model.job import Fanout
+from orchestrator.model import Experiment, Verdict
 from orchestrator.run import journal, options, pipeline, places
+from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.options import Options
+from orchestrator.run.request import (  # noqa: F401 (GATE_RUN: where a gate is kept)
+    GATE_RUN,
+    GATE_RUN_SCHEMA,
+    Settings,
+    check_new,
+    resumed,
+    save_gate,
+)
+from orchestrator.run.request import Request as RunRequest
 
 GATE_SCHEMA = "csorch.gate/1"
-#: what `csorch gate --resume OUT` starts again from: the configs and settings of the gate
-GATE_RUN = "gate-run.json"
-GATE_RUN_SCHEMA = "csorch.gate-run/1"
 
 
 @dataclass(frozen=True)
-class Settings:
-    """How a gate runs beyond its configs (kept in gate-run.json for a resume)."""
+class Request(RunRequest):
+    """A gate as asked: a run request (its configs: a gate config and/or experiment
+    configs, settings, and either a new `out` or a `resume` of an interrupted gate), or
+    stored bundles to judge again (`stored`: run nothing)."""
 
-    backend: str = "auto"  # auto | compute-sanitizer | asan
-    repeat: int | None = None  # N for every run
-    jobs: int | None = None  # child processes at once (default: options.default_jobs())
-    devices: str | None = None  # --devices as given: "0,1", "all"
-    fanout: Fanout = Fanout.SHARD
-    executor: str | None = None  # local | slurm (default: each experiment's own)
-    slurm: tuple[str, ...] | None = None  # KEY=VALUE over the configs' slurm: blocks
-    cache: Path = cache.DEFAULT_DIR
-    # every experiment at once, one pool of jobs (`run_together`); False: one by one
-    together: bool = True
-
-
-@dataclass(frozen=True)
-class Request:
-    """A gate as asked: its configs (a gate config and/or experiment configs), settings,
-    and either a new `out`, a `resume` of an interrupted gate, or stored bundles to judge
-    again (`stored`: run nothing)."""
-
-    configs: tuple[Path, ...] = ()
-    settings: Settings = Settings()
-    out: Path | None = None
-    resume: Path | None = None
     stored: tuple[Path, ...] = ()
     sign: Path | None = None  # an SSH private key: sign the gate's manifest (gate/signing)
 
@@ -99,93 +86,31 @@ class GateRun:
     runs: tuple[pipeline.RunResult, ...] = ()  # the experiments run together, in order
 
 
-class NotWritten(Exception):
+class NotWritten(journal.NotWritten):
     """The gate directory could not be written (`error`); `result` is the decision when it
-    was reached (a pass whose evidence was not written is no pass)."""
+    was reached (a pass whose evidence was not written is no pass; a fail stays one)."""
 
     def __init__(self, error: OSError, out: Path, result: GateResult | None, ran: bool) -> None:
-        super().__init__(str(error))
-        self.error, self.out, self.result, self.ran = error, out, result, ran
+        super().__init__(error, "gate", out, ran)
+        self.result = result
+        self.failed = result is not None and result.verdict is Verdict.FAIL
 
 
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) while the experiments ran together: `out` holds the gate to
-    resume (each journal keeps what finished)."""
+class Interrupted(journal.Interrupted):
+    """Ctrl-C (or SIGTERM) while the experiments ran: `out` holds the gate to resume
+    (each journal keeps what finished)."""
 
     def __init__(self, out: Path) -> None:
-        super().__init__(str(out))
-        self.out = out
+        super().__init__("gate", out)
 
 
-class Reporter:
-    """What a gate says while it runs (the CLI prints it)."""
-
-    def backend(self, choice: backends.Choice) -> None: ...
-    def devices(self, devices: tuple[str, ...], fanout: Fanout) -> None: ...
-
-
-#: runs one experiment: (experiment, options, facts, the command that resumes the gate)
-RunOne = Callable[[Experiment, Options, host.Facts, str], pipeline.RunResult]
 #: report.md from the decision, the judged experiments and the allowances in force
 Render = Callable[[GateResult, Sequence[Judged], Sequence[Allowance]], str]
-
-
-def quietly(
-    experiment: Experiment, opts: Options, facts: host.Facts, resume: str
-) -> pipeline.RunResult:
-    """The default `run_one`: the pipeline with no progress shown."""
-    return pipeline.run_experiment(experiment, opts, facts, pipeline.Events())
 
 
 def plain(result: GateResult, judged: Sequence[Judged], allow: Sequence[Allowance]) -> str:
     """The default report.md of a gate run from Python: its verdict and reasons."""
     return f"# csorch gate: {result.verdict.value}\n"
-
-
-def saved(resume: Path) -> dict:
-    """The gate run kept in `resume` (its configs and settings); CsorchError if none."""
-    path = resume / GATE_RUN
-    try:
-        doc = load_json(path)
-    except FileNotFoundError:
-        raise journal.ResumeError(
-            f"{resume} holds no gate to resume (no {GATE_RUN})",
-            hint="give the --out of a `csorch gate` that was interrupted",
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise journal.ResumeError(f"{path} cannot be read: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != GATE_RUN_SCHEMA:
-        raise journal.ResumeError(f"{path} is not a {GATE_RUN_SCHEMA} record")
-    return doc
-
-
-def resumed(request: Request) -> Request:
-    """`request` with the configs and settings of the gate it resumes, the ones given
-    again over them (the fanout stays the saved one)."""
-    assert request.resume is not None
-    doc = saved(request.resume)
-    given = request.settings
-    slurm = given.slurm or doc.get("slurm")
-    settings = Settings(
-        backend=doc["backend"] if given.backend == "auto" else given.backend,
-        repeat=given.repeat or doc.get("repeat"),
-        jobs=given.jobs or doc.get("jobs"),
-        devices=given.devices or doc.get("devices"),
-        fanout=Fanout(doc.get("fanout") or given.fanout.value),
-        executor=given.executor or doc.get("executor"),
-        slurm=tuple(slurm) if slurm else None,
-        cache=Path(doc["cache"])
-        if given.cache == cache.DEFAULT_DIR and doc.get("cache")
-        else given.cache,
-    )
-    if request.out is not None and places.resolved(request.out) != places.resolved(request.resume):
-        raise CsorchError(
-            f"--out {request.out} with --resume {request.resume}: a resume continues the gate "
-            "in its own directory",
-            hint=f"drop --out: csorch gate --resume {request.resume}",
-        )
-    configs = request.configs or tuple(Path(c) for c in doc["configs"])
-    return dataclasses.replace(request, configs=configs, settings=settings, out=request.resume)
 
 
 def load(configs: Sequence[Path], settings: Settings) -> Plan:
@@ -222,23 +147,8 @@ def fresh(path: Path) -> bool:
         return False  # not nothing: whatever lies that deep is not csorch's to remove
 
 
-def begin(out: Path, configs: Sequence[Path], settings: Settings, backend: str) -> None:
-    """Keep what `csorch gate --resume OUT` needs in `out` (OSError if it cannot)."""
-    out.mkdir(parents=True, exist_ok=True)
-    record = {
-        "schema": GATE_RUN_SCHEMA,
-        "configs": [str(c.resolve()) for c in configs],
-        "backend": backend,
-        "repeat": settings.repeat,
-        "jobs": settings.jobs,
-        "devices": settings.devices,
-        "fanout": settings.fanout.value,
-        "executor": settings.executor,
-        "slurm": list(settings.slurm) if settings.slurm else None,
-        "cache": str(settings.cache.resolve()),
-        "resume": journal.resume_command("gate", out),
-    }
-    atomic_write(out / GATE_RUN, json.dumps(record, indent=1))
+def _judged(result: pipeline.RunResult) -> Judged:
+    return Judged(result.experiment, result.attempts, result.judgement, str(result.bundle))
 
 
 def run_experiments(
@@ -249,54 +159,34 @@ def run_experiments(
     out: Path,
     devices: tuple[str, ...],
     resume: bool,
-    run_one: RunOne = quietly,
-) -> list[Judged]:
-    """Each experiment into its own bundle `out/<name>` (resumed from its journal when
-    `resume`; one never begun starts afresh), judged, one after another."""
-    again = journal.resume_command("gate", out)
-    judged = []
-    for experiment, opts in zip(
-        plan.experiments, _options(plan, settings, choice, out, devices, resume), strict=True
-    ):
-        judged.append(_judged(run_one(experiment, opts, facts, again)))
-    return judged
-
-
-def _judged(result: pipeline.RunResult) -> Judged:
-    return Judged(result.experiment, result.attempts, result.judgement, str(result.bundle))
-
-
-def run_together(
-    plan: Plan,
-    settings: Settings,
-    choice: backends.Choice,
-    facts: host.Facts,
-    out: Path,
-    devices: tuple[str, ...],
-    resume: bool,
-    events_for: Callable[[Experiment], pipeline.Events] | None = None,
+    listener: Listener = QUIET,
 ) -> list[pipeline.RunResult]:
-    """Every experiment at once, as one plan: all builds start at second 0 (a build two
-    experiments share, one cache key, is built once: the second waits on its lock and
-    finds it), and their builds and attempts share one pool of `jobs` slots. Each
-    experiment's bundle is what it would be alone. Ctrl-C (KeyboardInterrupt here)
-    stops them all; each journal keeps what finished."""
+    """Each experiment into its own bundle `out/<name>` (resumed from its journal when
+    `resume`; one never begun starts afresh), all at once as one plan: every build starts
+    at second 0 (a build two experiments share, one cache key, is built once: the second
+    waits on its lock and finds it), and their builds and attempts share one pool of
+    `jobs` slots (`settings.together` False: one experiment at a time). Each bundle is
+    what it would be alone; an experiment under Slurm waits on its queue in its own
+    thread. Ctrl-C (KeyboardInterrupt here) stops them all; each journal keeps what
+    finished."""
     stop = threading.Event()
     slots = threading.BoundedSemaphore(settings.jobs or options.default_jobs())
     runs = [
         dataclasses.replace(opts, stop=stop, slots=slots)
         for opts in _options(plan, settings, choice, out, devices, resume)
     ]
-    events = [events_for(e) if events_for else None for e in plan.experiments]
-    with cf.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
+    at_once = len(runs) if settings.together else 1
+    with cf.ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
         futures = [
-            pool.submit(pipeline.run_experiment, e, opts, facts, ev)
-            for e, opts, ev in zip(plan.experiments, runs, events, strict=True)
+            pool.submit(pipeline.run_experiment, e, opts, facts, listener.experiment(e))
+            for e, opts in zip(plan.experiments, runs, strict=True)
         ]
         try:
             return [f.result() for f in futures]
         except BaseException:
             stop.set()  # the others stop their children; their bundles say incomplete
+            for f in futures:
+                f.cancel()  # one at a time: those not begun do not begin
             cf.wait(futures)
             raise
 
@@ -357,25 +247,22 @@ def finish(
 def run(
     request: Request,
     *,
-    reporter: Reporter | None = None,
-    run_one: RunOne = quietly,
+    listener: Listener = QUIET,
     render: Render | None = None,
     today: datetime.date | None = None,
-    events_for: Callable[[Experiment], pipeline.Events] | None = None,
 ) -> GateRun:
-    """The whole gate. CsorchError for bad input (nothing run); NotWritten when the gate
-    directory cannot be written; a KeyboardInterrupt from `run_one` passes through (each
-    experiment's journal keeps what finished). `render` makes report.md (default:
-    `plain`, the verdict alone). Experiments run together (`Settings.together`, local
-    executors, two or more) report through `events_for`, one by one through `run_one`."""
-    reporter = reporter or Reporter()
+    """The whole gate. CsorchError for bad input or a resume refused (nothing run);
+    NotWritten when the gate directory or a bundle cannot be written; Interrupted on
+    Ctrl-C or SIGTERM (each experiment's journal keeps what finished). `listener` hears
+    the choices and each experiment's progress; `render` makes report.md (default:
+    `plain`, the verdict alone)."""
     if request.resume is not None and request.stored:
         raise CsorchError(
             "--from judges stored bundles and --resume continues a gate: give one of them",
             hint=f"csorch gate --resume {request.resume}, or csorch gate --from ... --out NEW",
         )
     if request.resume is not None:
-        request = resumed(request)
+        request = resumed(request, "gate")
     elif not request.configs:
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
     settings = request.settings
@@ -401,28 +288,26 @@ def run(
             settings.backend, options.interpreter_of(plan.experiments)
         )
         if request.resume is None:
-            check_new(out)
-        reporter.backend(choice)
+            check_new(out, "gate")
+        listener.backend(choice)
         if request.resume is None:
             try:
-                begin(out, request.configs, settings, choice.backend)
+                save_gate(
+                    out, request.configs, dataclasses.replace(settings, backend=choice.backend)
+                )
             except OSError as exc:
                 raise NotWritten(exc, out, None, True) from None
         devices = options.resolve_devices(settings.devices, choice.backend, facts.fast)
         if devices:
-            reporter.devices(devices, settings.fanout)
+            listener.devices(devices, settings.fanout)
         resuming = request.resume is not None
-        local = all(r is None for r in plan.runners)
-        if settings.together and local and len(plan.experiments) > 1:
-            try:
-                runs = run_together(
-                    plan, settings, choice, facts, out, devices, resuming, events_for
-                )
-            except KeyboardInterrupt:
-                raise Interrupted(out) from None
-            judged = [_judged(r) for r in runs]
-        else:
-            judged = run_experiments(plan, settings, choice, facts, out, devices, resuming, run_one)
+        try:
+            runs = run_experiments(plan, settings, choice, facts, out, devices, resuming, listener)
+        except KeyboardInterrupt:
+            raise Interrupted(out) from None
+        except OSError as exc:  # the disk is full, a bundle directory went away
+            raise NotWritten(exc, out, None, True) from None
+        judged = [_judged(r) for r in runs]
         judged = stored.checked(judged, plan.experiments, settings.repeat)
         missing, broken, ran = [], [], True
     result = decide(plan.policy, judged, missing, broken)
@@ -434,14 +319,3 @@ def run(
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
     return GateRun(result, tuple(judged), plan, out, tuple(runs))
-
-
-def check_new(out: Path) -> None:
-    """CsorchError unless `out` can take a new gate (an interrupted one's is named)."""
-    try:
-        options.check_out(out)
-    except CsorchError as exc:
-        # a bundle's manifest hashes every log in it: old files would pass as evidence
-        if (out / GATE_RUN).is_file():
-            exc.hint += f", or continue that gate: {journal.resume_command('gate', out)}"
-        raise

@@ -54,6 +54,30 @@ def resume_command(verb: str, out: Path | str) -> str:
     return shlex.join(["csorch", verb, "--resume", str(out)])
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped the `verb` (run, gate, bisect) kept in `out`: what
+    finished is journaled, and `resume` is the command that continues it."""
+
+    def __init__(self, verb: str, out: Path) -> None:
+        super().__init__(str(out))
+        self.verb, self.out = verb, out
+        self.resume = resume_command(verb, out)
+
+
+class NotWritten(Exception):
+    """The `verb`'s directory `out` (its bundle, journal or gate files) could not be
+    written (`error`): what is journaled is kept, and `resume` continues once the cause is
+    fixed; `ran` False: nothing ran, there is only the --out to fix. `failed`: the
+    decision reached was a fail (it stays one)."""
+
+    failed = False
+
+    def __init__(self, error: OSError, verb: str, out: Path, ran: bool = True) -> None:
+        super().__init__(str(error))
+        self.error, self.verb, self.out, self.ran = error, verb, out, ran
+        self.resume = resume_command(verb, out)
+
+
 def _line(doc: Mapping[str, Any]) -> str:
     body = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(body.encode()).hexdigest()
@@ -104,8 +128,12 @@ class Journal:
 
     @classmethod
     def create(
-        cls, root: Path, identity: Mapping[str, Any], settings: Mapping[str, Any],
-        command: list[str], started: str,
+        cls,
+        root: Path,
+        identity: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        command: list[str],
+        started: str,
     ) -> Journal:
         """A new journal in an empty bundle directory (written by one rename)."""
         path = root / JOURNAL
@@ -149,8 +177,12 @@ class Journal:
                 hint="start again with a new --out",
             )
         journal = cls(
-            path, begin["run"], begin.get("settings", {}), begin.get("command", []),
-            begin.get("started", ""), sessions=[begin.get("session", "")],
+            path,
+            begin["run"],
+            begin.get("settings", {}),
+            begin.get("command", []),
+            begin.get("started", ""),
+            sessions=[begin.get("session", "")],
         )
         kept: dict[tuple, tuple[Attempt, dict[str, str]]] = {}
         for text in lines[1:]:

@@ -11,7 +11,7 @@ A variant that fails to materialize or build is recorded with its error and its
 attempts as not run; the others carry on. The bundle is rewritten after every build and
 attempt; Ctrl-C stops the children, leaves the bundle marked incomplete (only the
 journal, if torch's answer had not come yet), and re-raises. Nothing here prints:
-progress goes to `Events`.
+progress goes to a `Listener` (run/events.py).
 
 Progress is journaled (`run/journal.py`) as each build and attempt finishes; with
 `Options.resume` the run continues the one journaled in `out` (`run/resume.py` decides what
@@ -41,23 +41,14 @@ from orchestrator.model import Attempt, Build, CasesFrom, Experiment, SourceTree
 from orchestrator.model.job import Job, slot
 from orchestrator.run import build, environment, lock, resume
 from orchestrator.run.cases import cases_root
+from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.journal import Journal
 from orchestrator.run.options import Options, child_threads, racecheck_workers, work_dir
 from orchestrator.run.plan import plan
 from orchestrator.run.sources import Workspace
 
-
-class Events:
-    """Progress callbacks (called from worker threads); the CLI draws them."""
-
-    def planned(self, variants: list[str], jobs: int) -> None: ...
-    def resumed(self, kept: int, dropped: int) -> None: ...
-    def build_started(self, variant: str) -> None: ...
-    def build_finished(self, build: Build) -> None: ...
-    def attempt_started(self, job: Job) -> None: ...
-    def attempt_finished(self, attempt: Attempt) -> None: ...
-    def attempt_placed(self, job: Job, phase: str, node: str) -> None:
-        """A cluster executor's job moved to `phase` (queued, running, done) on `node`."""
+#: the listener a run reports to (run/events.py), by the name `_Run` knows it
+Events = Listener
 
 
 @dataclass(frozen=True)
@@ -383,12 +374,12 @@ class _Batch:
 
 
 def run_experiment(
-    experiment: Experiment, options: Options, facts: Facts, events: Events | None = None
+    experiment: Experiment, options: Options, facts: Facts, listener: Listener | None = None
 ) -> RunResult:
     """Run one experiment end to end; the bundle is in `options.out`. HostMismatch when
     torch's answer contradicts the fast facts (no attempt ran, no bundle written)."""
     experiment = with_repeats(experiment, options.repeat)
-    state = _Run(experiment, options, facts, events or Events())
+    state = _Run(experiment, options, facts, listener or QUIET)
     pool = cf.ThreadPoolExecutor(max_workers=max(1, options.jobs))
     try:
         state.begin()

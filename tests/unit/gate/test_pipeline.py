@@ -16,6 +16,7 @@ from orchestrator import cli
 from orchestrator.errors import CsorchError
 from orchestrator.gate import pipeline
 from orchestrator.model import Verdict
+from orchestrator.run.events import Listener
 
 pytestmark = pytest.mark.process  # real bundles are made by real runs
 
@@ -137,13 +138,13 @@ def test_a_gate_run_under_asan(tmp_path: Path) -> None:
     out = tmp_path / "gate"
     seen = []
 
-    class Heard(pipeline.Reporter):
+    class Heard(Listener):
         def backend(self, choice) -> None:
             seen.append(choice.backend)
 
     settings = pipeline.Settings(backend="asan", cache=tmp_path / "cache")
     request = pipeline.Request((E2E / "gate-cprog.yaml",), settings, out=out)
-    done = pipeline.run(request, reporter=Heard())
+    done = pipeline.run(request, listener=Heard())
     assert seen == ["asan"] and done.result.verdict is Verdict.PASS
     assert [e.name for e in done.result.experiments] == ["c-oob"]
     assert [j.bundle for j in done.judged] == [str(out / "c-oob")]
@@ -186,6 +187,7 @@ def test_gate_usage_errors(tmp_path: Path) -> None:
 
 
 def test_experiments_run_together_decide_as_one_by_one(tmp_path: Path) -> None:
+    # one mode: --serial (together=False) is the same plan, one experiment at a time
     configs = (E2E / "c-oob.yaml", E2E / "c-oob-nofix.yaml")
     decided = {}
     for together in (True, False):
@@ -194,7 +196,7 @@ def test_experiments_run_together_decide_as_one_by_one(tmp_path: Path) -> None:
         )
         out = tmp_path / f"gate-{together}"
         done = pipeline.run(pipeline.Request(configs, settings, out=out))
-        assert len(done.runs) == (2 if together else 0)
+        assert len(done.runs) == 2
         decided[together] = (
             done.result.verdict,
             [(e.name, e.verdict) for e in done.result.experiments],
@@ -207,12 +209,14 @@ def test_experiments_run_together_decide_as_one_by_one(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_while_together_names_the_gate_to_resume(tmp_path: Path) -> None:
-    def events_for(experiment):
-        raise KeyboardInterrupt  # as Ctrl-C lands while the experiments start
+    class Stopped(Listener):
+        def experiment(self, experiment):
+            raise KeyboardInterrupt  # as Ctrl-C lands while the experiments start
 
     configs = (E2E / "c-oob.yaml", E2E / "c-oob-nofix.yaml")
     settings = pipeline.Settings(backend="asan", cache=tmp_path / "cache")
     with pytest.raises(pipeline.Interrupted) as caught:
-        pipeline.run(pipeline.Request(configs, settings, out=tmp_path / "g"), events_for=events_for)
+        pipeline.run(pipeline.Request(configs, settings, out=tmp_path / "g"), listener=Stopped())
     assert caught.value.out == tmp_path / "g"
+    assert caught.value.resume == f"csorch gate --resume {tmp_path / 'g'}"
     assert (tmp_path / "g" / pipeline.GATE_RUN).is_file()  # what the resume starts from
