@@ -18,17 +18,28 @@ from orchestrator.errors import CheckerUnavailable
 from orchestrator.model import Checker, ToolInfo
 
 __all__ = [
+    "KINDS",
     "Asan",
     "Backend",
     "Choice",
     "ComputeSanitizer",
     "NoChecker",
     "choose",
+    "from_task",
+    "kind",
     "make",
+    "named",
+    "reader",
     "serves",
 ]
 
-CHOICES = ("auto", "compute-sanitizer", "asan")
+#: the sanitizing backends by the name a bundle records and --backend takes; a new
+#: backend is a subpackage and one entry here (and its case in `choose`)
+KINDS: dict[str, type[Asan] | type[ComputeSanitizer]] = {
+    Asan.name: Asan,
+    ComputeSanitizer.name: ComputeSanitizer,
+}
+CHOICES = ("auto", *KINDS)
 
 
 @dataclass(frozen=True)
@@ -76,31 +87,51 @@ def choose(
     )
 
 
+def kind(backend: str) -> type[Asan] | type[ComputeSanitizer]:
+    """The class of the backend named `backend` (ValueError for another name)."""
+    try:
+        return KINDS[backend]
+    except KeyError:
+        raise ValueError(f"no backend {backend!r} (resolve auto with choose)") from None
+
+
 def make(
     backend: str,
     *,
     asan_runtime: Path | str | None = None,
-    asan_fold: Path | None = None,
     sanitizer: Path | str | None = None,
     racecheck_workers: int = 0,
-) -> Asan | ComputeSanitizer:
-    """The one place a run's checker backend is made: "asan" (its runtime, else found;
-    the report-fold shim once built) or "compute-sanitizer" (its path, else found;
-    racecheck's CPU threads bounded to `racecheck_workers`, 0 for the tool's default)."""
-    if backend == "asan":
-        return Asan(asan_runtime or None, fold=asan_fold)
-    if backend == "compute-sanitizer":
-        return ComputeSanitizer(sanitizer or None, racecheck_workers=racecheck_workers)
-    raise ValueError(f"no backend {backend!r} (resolve auto with choose)")
+) -> Backend:
+    """The one place a run's checker backend is made from its name: ASan (its runtime,
+    else found) or compute-sanitizer (its path, else found; racecheck's CPU threads
+    bounded to `racecheck_workers`, 0 for the tool's default)."""
+    made = kind(backend)
+    if made is Asan:
+        return Asan(asan_runtime or None)
+    return ComputeSanitizer(sanitizer or None, racecheck_workers=racecheck_workers)
+
+
+def named(backend: str) -> Backend:
+    """A backend of that name, with nothing found or probed yet: what it serves, which
+    tool watches a run, how it reads a channel (ValueError for another name)."""
+    return kind(backend)()
+
+
+def reader(backend: str) -> Backend | None:
+    """A backend that reads the channel of a stored run recorded under `backend` (it
+    starts nothing), or None for a name csorch does not know."""
+    made = KINDS.get(backend)
+    return made() if made is not None else None
+
+
+def from_task(context: dict[str, str]) -> Backend:
+    """The backend a Slurm task's context names (`Backend.task_context`)."""
+    return kind(context["backend"]).from_task(context)
 
 
 def serves(backend: str, checker: Checker) -> str:
     """ "" when `backend` can run a run with `checker`, else why not (that run is not run)."""
-    if checker is Checker.NONE:
-        return ""
-    if backend == "asan" and checker is not Checker.MEMCHECK:
-        return f"{checker.value} has no CPU stand-in; it needs compute-sanitizer on a GPU"
-    return ""
+    return named(backend).serves(checker)
 
 
 def probe_checkers() -> tuple[ToolInfo | CheckerUnavailable, ToolInfo | CheckerUnavailable]:

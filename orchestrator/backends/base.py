@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from orchestrator.host import Host
 from orchestrator.model import Checker, Env, ParseResult, ToolInfo
 from orchestrator.model.record import Record
 
@@ -67,13 +68,57 @@ class Liveness(Record):
 
 @runtime_checkable
 class Backend(Protocol):
-    name: str
+    """Everything that varies by checker. Nothing outside `backends/` asks which backend it
+    holds (tests/unit/test_backend_seam.py): it asks the backend."""
+
+    name: str  # as recorded in a bundle and given to --backend
+    title: str  # as a sentence names it ("ASan")
     checkers: frozenset[Checker]  # the run checkers this backend can serve
+    #: the sanitizer the builds are instrumented with ("address": ASan) or ""
+    build_sanitizer: str
+    #: whether an extension built for it must hold GPU code (compute-sanitizer)
+    device_code: bool
+    #: whether its attempts run on GPUs (--devices fans out over them; Slurm asks for one)
+    uses_gpus: bool
+    #: whether its channel lacks the case markers, so that the Python frames in its
+    #: records name the case (`CSORCH_CASE_FRAMES`, `attribute`)
+    frames_name_case: bool
 
     def build_flags(self) -> BuildFlags: ...
 
     def probe(self) -> ToolInfo:
         """Find the tool and its version; raise CheckerUnavailable if it cannot run."""
+        ...
+
+    def serves(self, checker: Checker) -> str:
+        """ "" when this backend can run a run with `checker`, else why not."""
+        ...
+
+    def watcher(self, checker: Checker) -> Checker:
+        """The tool that actually watches a run configured with `checker`."""
+        ...
+
+    def prepare(self, cache: Path, python: str) -> dict[str, str]:
+        """Set up what every launch of a run needs (built once per content under `cache`;
+        `python` runs the cases), and say what the bundle records of it."""
+        ...
+
+    def identity(self, host: Host) -> dict[str, str]:
+        """The bundle's `backend` block beside its name: the tool's version and path, as
+        the host's facts give them."""
+        ...
+
+    def task_context(self) -> dict[str, str]:
+        """What a Slurm task needs to make this backend again (`backends.from_task`)."""
+        ...
+
+    def gres(self) -> str:
+        """What a Slurm task asks for by default: a GPU where the checker needs one."""
+        ...
+
+    def log_target(self, prefix: Path) -> Path | None:
+        """The `log_path` to give `wrap` so that the checker writes its channel under
+        `prefix` (`backends.channel`), where `read` finds it."""
         ...
 
     def wrap(
@@ -89,14 +134,30 @@ class Backend(Protocol):
     ) -> Wrapped:
         """`argv` under the checker. `env` is the attempt's environment delta, so that a
         backend can extend a variable (LD_PRELOAD) instead of replacing it. `log_path`:
-        where the checker writes its own logs, one per process (ASan: the `log_path`
-        prefix; compute-sanitizer: a `--log-file` pattern with `%p`); csorch's executor
-        always passes one (`executors/channel.py`), so that the subject's output is never
-        parsed as the checker's. None keeps the checker's output in the command's stream.
-        `preset` (a named set of options) and `target_processes` are the run's, for a
-        backend that has them."""
+        where the checker writes its own logs, one per process (`log_target`); csorch's
+        executor always passes one, so that the subject's output is never parsed as the
+        checker's. None keeps the checker's output in the command's stream. `preset` (a
+        named set of options) and `target_processes` are the run's, for a backend that has
+        them."""
         ...
 
-    def parse(self, lines: Iterable[str]) -> ParseResult: ...
+    def wrap_plain(self, argv: Sequence[str], env: Mapping[str, str], sanitizer: str) -> Wrapped:
+        """`argv` run without a checker over a build instrumented with `sanitizer` (its
+        runtime preloaded where it cannot load otherwise); its findings are not read."""
+        ...
+
+    def parse(self, lines: Iterable[str], *, checker: Checker = Checker.MEMCHECK) -> ParseResult:
+        """One log's records (`checker`: the tool that wrote it)."""
+        ...
+
+    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+        """One launch's channel (the files under `prefix`) as one parse: the executor and
+        `bundle.rederive` both read it through here."""
+        ...
+
+    def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:
+        """`result`'s findings given their case, where the channel did not say (`nodes`:
+        the launch's cases, in the order they began)."""
+        ...
 
     def liveness(self, result: ParseResult) -> Liveness: ...

@@ -26,8 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import judge
-from orchestrator.backends import serves
+from orchestrator import backends, judge
 from orchestrator.bisect import history
 from orchestrator.bisect.state import Mark
 from orchestrator.errors import CsorchError, SourceError
@@ -102,11 +101,12 @@ def subject(experiment: Experiment, variant: str | None, backend: str) -> Subjec
         )
     chosen = pick_variant(experiment, variant)
     targets = expect.targets
+    made = backends.named(backend)
     runs = tuple(
         r
         for r in experiment.runs
-        if not serves(backend, r.checker)
-        and any(judge.watches(p, r, checker_for(r, backend)) for p in targets)
+        if not made.serves(r.checker)
+        and any(judge.watches(p, r, checker_for(r, made)) for p in targets)
     )
     if not runs:
         raise CsorchError(

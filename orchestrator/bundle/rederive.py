@@ -11,20 +11,18 @@ no attempt) or one added (its log is not in the bundle). Reads files; prints not
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import judge
-from orchestrator.backends.asan import log as asan_log
-from orchestrator.backends.compute_sanitizer import log as cs_log
+from orchestrator import backends, judge
+from orchestrator.backends import Backend, channel
 from orchestrator.bundle.layout import LOGS, RESULTS
 from orchestrator.bundle.read import Records, records
 from orchestrator.errors import CsorchError
-from orchestrator.executors import attempt_log, channel, slurm
+from orchestrator.executors import slurm
 from orchestrator.files import read_json
 from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.model import Attempt, Checker, ParseResult
@@ -39,13 +37,11 @@ class Problem:
     detail: str
 
 
-def _parse(backend: str, attempt: Attempt, root: Path, k: int, log: Path) -> ParseResult:
+def _parse(backend: Backend, attempt: Attempt, root: Path, k: int, log: Path) -> ParseResult:
     """Launch `k`'s checker records parsed again, from the checker's own channel (the
-    files beside its output log: `executors.channel`), read as the executor read them."""
-    prefix = root / channel.prefix_for(log, k)
-    if backend == "asan":
-        return channel.read_asan(prefix, asan_log.parse)
-    return channel.read_cs(prefix, functools.partial(cs_log.parse, checker=attempt.checker))
+    files beside its output log: `backends.channel`), read by the method the executor
+    read them with."""
+    return backend.read(root / channel.prefix_for(log, k), attempt.checker)
 
 
 def _tally(parse: ParseResult) -> Counter[str]:
@@ -63,7 +59,7 @@ def _said(parse: ParseResult) -> str:
     )
 
 
-def _attempt(root: Path, backend: str, attempt: Attempt) -> Problem | None:
+def _attempt(root: Path, backend: Backend, attempt: Attempt) -> Problem | None:
     """The attempt's record against its logs parsed again (None: they agree)."""
     if attempt.checker is Checker.NONE or attempt.parse is None or not attempt.launches:
         return None  # a plain run's outcome is its exit status; no findings to re-derive
@@ -71,7 +67,7 @@ def _attempt(root: Path, backend: str, attempt: Attempt) -> Problem | None:
         _parse(backend, attempt, root, k, Path(launch.log))
         for k, launch in enumerate(attempt.launches)
     ]
-    again, recorded = attempt_log.merge(parses), attempt.parse
+    again, recorded = channel.merge(parses), attempt.parse
     same = (
         _tally(again) == _tally(recorded)
         and again.summary_count == recorded.summary_count
@@ -110,7 +106,8 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
         recs = records(results, root / RESULTS)
     except CsorchError as exc:
         return [Problem(RESULTS, "", str(exc.message))]
-    backend = str((results.get("backend") or {}).get("name") or "")
+    # the backend the run recorded, to read its channel again (None: no checker csorch knows)
+    backend = backends.reader(str((results.get("backend") or {}).get("name") or ""))
     out: list[Problem] = []
     claimed: set[str] = set()
     for build in recs.builds:
@@ -144,7 +141,7 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
                         "from results.json")
             )  # fmt: skip
     out += _verdict(results, recs)
-    if backend not in ("asan", "compute-sanitizer"):
+    if backend is None:
         return out
     for attempt in recs.attempts:
         if all(Path(x.log).as_posix() in listed for x in attempt.launches):

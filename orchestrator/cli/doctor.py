@@ -51,7 +51,9 @@ def _checkers(backend: str) -> str:
             continue
         why = backends.serves(backend, checker)
         (skipped if why else served).append(checker.value)
-    line = ", ".join(served) + (" (through ASan)" if backend == "asan" else "")
+    made = backends.kind(backend)()
+    stand_in = made.watcher(Checker.MEMCHECK) is not Checker.MEMCHECK
+    line = ", ".join(served) + (f" (through {made.title})" if stand_in else "")
     if skipped:
         line += f"; not {', '.join(skipped)}: they need compute-sanitizer on a GPU"
     return line

@@ -303,7 +303,7 @@ class _Reader:
 
     def run(self, view: View) -> Run:
         f = view.mapping(RUN)
-        if f.require("checker").value() == "asan":
+        if f.require("checker").value() == Checker.ASAN.value:
             raise f.require("checker").error(
                 "'asan' is a backend, not a run checker",
                 hint="write memcheck: ASan stands in for it with --backend asan (or auto on a "

@@ -1,5 +1,5 @@
-"""What an executor is: where a built variant's attempts run when not as local child
-processes (the Slurm executor is one)."""
+"""What an executor is: where a built variant's attempts run (`local.Local`: child
+processes on this host; `slurm.Slurm`: a job array on a cluster)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from orchestrator.model.job import Job
 
 
 class Executor(Protocol):
-    """Where attempts run when not as local child processes (slurm.Slurm): given a built
-    variant's jobs, it reports each job's queue phase and each finished Attempt."""
+    """Where attempts run: given a built variant's jobs, it reports each job's phase
+    (`placed(job, phase, node)`: queued, running, done) and each finished Attempt."""
 
     name: str
+    queues: bool  # whether jobs wait in a queue whose phases are worth showing
 
     def describe(self) -> dict[str, Any]: ...
 

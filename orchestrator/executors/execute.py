@@ -29,22 +29,20 @@ are read through `attempt_log`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orchestrator
-from orchestrator import backends, proc
-from orchestrator.backends import Asan, Backend, NoChecker
+from orchestrator import proc
+from orchestrator.backends import Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.executors import attempt_log
-from orchestrator.executors import channel as channel_logs
 from orchestrator.findings import suppressions
 from orchestrator.markers import reader
 from orchestrator.markers import timeout as case_timeout
@@ -82,13 +80,10 @@ class Context:
     """What every job of one run shares."""
 
     experiment: Experiment
-    backend: str  # "asan" or "compute-sanitizer": selects the cases' backend_args
-    checker: Backend  # the sanitizing backend's object
+    backend: Backend  # the sanitizing backend: wraps and reads every checker run
     python: str
     root: Path  # the bundle: logs go under root/logs, records hold paths relative to it
     scratch: Path  # an empty directory the pytest children start in
-    asan_runtime: Path | None = None
-    asan_fold: Path | None = None  # the report-fold shim, preloaded ahead of the runtime
     cancel: threading.Event | None = None
     #: CUDA's GPU UUIDs by index, to check that a job given GPU k ran there; empty where
     #: csorch itself runs under CUDA_VISIBLE_DEVICES (its indices are then not the child's)
@@ -121,14 +116,11 @@ def wants_xdist(args: Sequence[str]) -> bool:
     )
 
 
-def checker_for(run: Run, backend: str) -> Checker:
+def checker_for(run: Run, backend: Backend) -> Checker:
     """The tool that actually watches a run under `backend`."""
-    if run.checker is Checker.NONE:
-        return Checker.NONE
-    return Checker.ASAN if backend == "asan" else run.checker
+    return backend.watcher(run.checker)
 
 
-Parser = Callable[[Iterable[str]], ParseResult]
 #: reads one launch's checker evidence: (its output log) -> the parse
 Reader = Callable[[Path], ParseResult]
 
@@ -142,41 +134,23 @@ def _wrap(
     channel: Path,
 ) -> tuple[list[str], dict[str, str], Reader]:
     """(argv, environment, reader of the evidence) for the run's checker. `channel`: the
-    prefix of the checker's own per-process logs for this launch (`executors.channel`);
+    prefix of the checker's own per-process logs for this launch (`backends.channel`);
     the command's output log is never parsed for a checker's findings."""
     if run.checker is Checker.NONE:
-        if build.sanitizer == "address":
-            asan = (
-                ctx.checker
-                if isinstance(ctx.checker, Asan)
-                else backends.make("asan", asan_runtime=ctx.asan_runtime, asan_fold=ctx.asan_fold)
-            )
-            runtime = asan.wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
-            return argv, {**env, **dict(runtime.env)}, _plain
-        return argv, env, _plain
-    if ctx.backend == "asan":
-        wrapped = ctx.checker.wrap(
-            argv, checker=run.checker, options=run.options, env=env, log_path=channel
-        )
+        runtime = ctx.backend.wrap_plain(argv, env, build.sanitizer)
+        return list(runtime.argv), {**env, **dict(runtime.env)}, _plain
+    wrapped = ctx.backend.wrap(
+        argv,
+        checker=run.checker,
+        options=run.options,
+        env=env,
+        log_path=ctx.backend.log_target(channel),
+        preset=run.preset,
+        target_processes=run.target_processes,
+    )
 
-        def read(log: Path) -> ParseResult:
-            return _suppress(channel_logs.read_asan(channel, ctx.checker.parse), run)
-
-    else:
-        wrapped = ctx.checker.wrap(
-            argv,
-            checker=run.checker,
-            options=run.options,
-            env=env,
-            log_path=channel_logs.cs_pattern(channel),
-            preset=run.preset,
-            target_processes=run.target_processes,
-        )
-        # compute-sanitizer's parser is told which tool wrote the log
-        parse = functools.partial(ctx.checker.parse, checker=run.checker)  # type: ignore[call-arg]
-
-        def read(log: Path) -> ParseResult:
-            return _suppress(channel_logs.read_cs(channel, parse), run)
+    def read(log: Path) -> ParseResult:
+        return _suppress(ctx.backend.read(channel, run.checker), run)
 
     return list(wrapped.argv), {**env, **dict(wrapped.env)}, read
 
@@ -190,7 +164,7 @@ def _threads(env: dict[str, str], run: Run, ctx: Context) -> None:
 
 def _plain(log: Path) -> ParseResult:
     # a run without a checker: its findings are not parsed, only its outcomes count
-    return NoChecker().parse(attempt_log.lines(log))
+    return NoChecker().read(log, Checker.NONE)
 
 
 def _suppress(parsed: ParseResult, run: Run) -> ParseResult:
@@ -249,7 +223,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         "-p",
         "no:cacheprovider",
     ]
-    extra = [*ctx.experiment.pytest_args, *case.args_for(ctx.backend)]
+    extra = [*ctx.experiment.pytest_args, *case.args_for(ctx.backend.name)]
     if not wants_xdist(extra):
         argv += ["-p", "no:xdist"]
     limit = ctx.experiment.case_timeout_for(run)
@@ -296,7 +270,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         # the plugin's case markers go to a file of their own, not the case's output
         markers = stem.with_name(stem.name + ".markers")
         launch_env[reader.MARKERS_VAR] = str(markers)
-        if ctx.backend != "asan":  # the tool's file has no markers: frames name the case
+        if ctx.backend.frames_name_case:  # the tool's file has no markers
             launch_env["CSORCH_CASE_FRAMES"] = "1"
         if done:
             done_file = ctx.root / "logs" / (job.stem() + f".launch{k}.done")
@@ -312,9 +286,9 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         report = reader.read(attempt_log.lines(markers))
         gpus.append(report.gpu)
         parsed = read(log)
-        if ctx.backend != "asan" and run.checker is not Checker.NONE:
-            # the tool's file has no case markers: its Python frames name the case
-            parsed = channel_logs.attribute(parsed, report.began)
+        if run.checker is not Checker.NONE:
+            # where the checker's file has no case markers, its Python frames name the case
+            parsed = ctx.backend.attribute(parsed, report.began)
         parses.append(parsed)
         kept = [_signalled(n, result.returncode) for n in report.nodes]
         if result.returncode < 0 and report.finished and not error:
@@ -382,7 +356,7 @@ def _hung(kept: list[NodeResult], log: Path) -> bool:
 
 
 def _channel(stem: Path) -> Path:
-    """The prefix of a launch's checker logs (`executors.channel`): beside its output log,
+    """The prefix of a launch's checker logs (`backends.channel`): beside its output log,
     under a name the journal counts as the attempt's (`run.journal.attempt_logs`)."""
     return stem.with_name(stem.name + ".checker")
 
@@ -529,7 +503,7 @@ def execute(job: Job, build: Build, ctx: Context) -> Attempt:
         return not_run(job, run, ctx.backend, str(exc))
 
 
-def not_run(job: Job, run: Run, backend: str, why: str) -> Attempt:
+def not_run(job: Job, run: Run, backend: Backend, why: str) -> Attempt:
     """The record of a job that could not run (its variant did not build, say)."""
     return Attempt(
         job.variant,

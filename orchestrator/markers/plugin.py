@@ -181,7 +181,7 @@ _begun = 0  # the cases this process has begun (the index of the next one's fram
 def _case_frame(index: int, function):
     """`function` called through a Python frame named `csorch_case_<index>`: under
     compute-sanitizer, whose file holds no case markers, a host backtrace through it names
-    the case (`executors.channel.attribute`), parametrized or not."""
+    the case (`Backend.attribute`), parametrized or not."""
     name = f"csorch_case_{index}"
     source = (
         f"def {name}(_csorch_call, *args, **kwargs):\n    return _csorch_call(*args, **kwargs)\n"

@@ -29,17 +29,18 @@ class SlurmSettings(Record):
     partition: str = ""
     account: str = ""
     time: float | None = None  # seconds per task; None: the longest attempt timeout + margin
-    gres: str | None = None  # None: gpu:1 under compute-sanitizer, "" under asan
+    gres: str | None = None  # None: the backend's (gpu:1 under compute-sanitizer, "" under asan)
     sbatch: tuple[str, ...] = ()
     throttle: int = 0  # 0: as many at once as Slurm gives
     poll: float = 10.0
     max_array: int = 1000
 
-    def gres_for(self, backend: str) -> str:
-        """What each attempt asks for: one GPU per attempt where the checker needs one."""
+    def gres_for(self, default: str) -> str:
+        """What each attempt asks for: the configured resource, else the backend's
+        `default` (one GPU per attempt where the checker needs one)."""
         if self.gres is not None:
             return "" if self.gres == "none" else self.gres
-        return "gpu:1" if backend == "compute-sanitizer" else ""
+        return default
 
 
 @dataclass(frozen=True)

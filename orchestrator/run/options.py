@@ -42,7 +42,8 @@ RESULTS = results_home()
 
 @dataclass(frozen=True)
 class Options:
-    backend: str  # "asan" or "compute-sanitizer" (auto is resolved by the caller)
+    backend: str  # the chosen backend's name (auto is resolved by the caller; the run
+    # makes its one object from it: `backends.make`)
     out: Path
     reason: str = ""  # why this backend (for the record)
     cache: Path = cache.DEFAULT_DIR
@@ -168,16 +169,18 @@ def resolve_devices(text: str | None, backend: str, facts: host.Host) -> tuple[s
     devices with the ASan backend (it runs on the CPU)."""
     if text is None:
         return ()
+    made = backends.kind(backend)
+    on_gpus = made.uses_gpus
     if text.strip() == "all":
-        gpus = len(facts.gpus) if backend != "asan" else 0
+        gpus = len(facts.gpus) if on_gpus else 0
         return tuple(str(i) for i in range(gpus)) if gpus >= 2 else ()
     try:
         devices = parse_devices(text)
     except ValueError as exc:
         raise CsorchError(f"--devices: {exc}") from None
-    if backend == "asan":
+    if not on_gpus:
         raise CsorchError(
-            "--devices fans out over GPUs; the ASan backend runs on the CPU",
+            f"--devices fans out over GPUs; the {made.title} backend runs on the CPU",
             hint="drop --devices, or use --backend compute-sanitizer",
         )
     return devices

@@ -1,13 +1,15 @@
 """The `csorch run` pipeline: variants -> sources -> builds -> attempts -> judge -> bundle.
 
 Each variant is materialized and built by a worker; as soon as its build is ready, its
-attempts are queued on the same pool, so running one variant overlaps building the next
+attempts go to the executor (`executors.local.Local`, on the same pool of job slots, or
+the one the options name: Slurm), so running one variant overlaps building the next
 (data still moves forward only: an attempt never asks for a build). `jobs` bounds the
-child processes at any moment. The builds start on the host's fast facts (host.py);
-torch's own answer is joined once they are under way, before the bundle is first
-written or any attempt runs, and a disagreement (HostMismatch) stops the run: its builds
-are stopped and the cache entries they made dropped (keyed by facts that did not hold).
-A variant that fails to materialize or build is recorded with its error and its
+child processes at any moment. One loop drives both: it waits for builds and for each
+variant's batch of attempts, whichever executor runs them. The builds start on the host's
+fast facts (host.py); torch's own answer is joined once they are under way, before the
+bundle is first written or any attempt runs, and a disagreement (HostMismatch) stops the
+run: its builds are stopped and the cache entries they made dropped (keyed by facts that
+did not hold). A variant that fails to materialize or build is recorded with its error and its
 attempts as not run; the others carry on. The bundle is rewritten after every build and
 attempt; Ctrl-C stops the children, leaves the bundle marked incomplete (only the
 journal, if torch's answer had not come yet), and re-raises. Nothing here prints:
@@ -29,21 +31,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import backends, cache, judge
-from orchestrator.backends import Asan, serves
 from orchestrator.bundle import Bundle, Snapshot
 from orchestrator.errors import BuildError, CsorchError, HostMismatch
 from orchestrator.executors import execute
 from orchestrator.executors.base import Executor
-from orchestrator.files import file_digest
+from orchestrator.executors.local import Local
 from orchestrator.host import Facts
 from orchestrator.judge import tallies
 from orchestrator.model import Attempt, Build, CasesFrom, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
-from orchestrator.run import build, environment, lock, resume
+from orchestrator.run import build, contexts, environment, lock, resume
 from orchestrator.run.cases import cases_root
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.journal import Journal
-from orchestrator.run.options import Options, child_threads, racecheck_workers, work_dir
+from orchestrator.run.options import Options, racecheck_workers, work_dir
 from orchestrator.run.plan import plan
 from orchestrator.run.sources import Workspace
 
@@ -87,9 +88,16 @@ class _Run:
         host = facts.fast  # what torch's answer cannot change (its torch fields aside)
         self.cancel = threading.Event()
         self.lock = threading.Lock()
-        # a cluster executor's variants each wait on the queue in a thread of their own
+        # each variant's attempts wait on the executor in a thread of their own
         self.waiters = cf.ThreadPoolExecutor(max_workers=max(1, len(experiment.variants)))
-        unserved = {r.name: serves(options.backend, r.checker) for r in experiment.runs}
+        # the one backend object of the run: every stage asks it, none asks its name
+        self.backend = backends.make(
+            options.backend,
+            asan_runtime=host.asan_runtime,
+            sanitizer=host.compute_sanitizer_path,
+            racecheck_workers=racecheck_workers(options.jobs),
+        )
+        unserved = {r.name: self.backend.serves(r.checker) for r in experiment.runs}
         self.jobs = plan(
             experiment,
             devices=options.devices,
@@ -98,22 +106,9 @@ class _Run:
         )
         self.order = {slot(j): i for i, j in enumerate(self.jobs)}
         self.variants = [v.name for v in experiment.variants]
-        asan = options.backend == "asan"
-        checker = backends.make(
-            options.backend,
-            asan_runtime=host.asan_runtime,
-            sanitizer=host.compute_sanitizer_path,
-            racecheck_workers=racecheck_workers(options.jobs),
-        )
-        # the report-fold shim (backends/asan/shim.py), built once per content in the cache
-        fold = (
-            checker.build_fold(Path(options.cache) / "asan-fold")
-            if isinstance(checker, Asan)
-            else None
-        )
-        # libstdc++ after the ASan runtime where the interpreter does not load it: a C++
-        # throw aborts the process otherwise (backends/asan/backend.py)
-        cxx = checker.find_cxx(options.python) if isinstance(checker, Asan) else None
+        # what every launch needs, set up once (ASan: the fold shim, built once per
+        # content in the cache, and the C++ runtime where the interpreter lacks it)
+        prepared = self.backend.prepare(Path(options.cache), options.python)
         self.bundle = Bundle(options.out)
         self.held: lock.Held | None = None
         self.journal: Journal | None = None
@@ -121,14 +116,7 @@ class _Run:
         self.before: dict[str, tuple[Build, SourceTree | None]] = {}  # journaled builds
         self.snap = Snapshot(
             experiment=experiment,
-            backend={
-                "name": options.backend,
-                "reason": options.reason,
-                "version": host.compute_sanitizer if not asan else host.cc,
-                "path": host.compute_sanitizer_path if not asan else host.asan_runtime,
-                **({"fold_shim": str(fold), "fold_shim_sha256": file_digest(fold)} if fold else {}),
-                **({"cxx_runtime": str(cxx)} if cxx else {}),
-            },
+            backend=contexts.backend_record(options, self.backend, host, prepared),
             host=host,  # torch's answer replaces it before the first write (settle)
             options={
                 "repeat": options.repeat,
@@ -145,33 +133,20 @@ class _Run:
         work.mkdir(parents=True, exist_ok=True)
         self.workspace = Workspace(Path(tempfile.mkdtemp(prefix="run-", dir=work)))
         self.cache = cache.Cache(options.cache)
-        runtime = Path(host.asan_runtime) if host.asan_runtime else None
-        python = environment.interpreter(experiment, options.python)
-        self.build_ctx = build.Context(
-            cache=self.cache,
-            logs=self.bundle.root / "logs" / "build",
-            python=python,
-            environment=experiment.environment,
-            toolchain=host.toolchain(),
-            sanitizer="address" if asan else "",
-            flags=checker.build_flags(),
-            asan_runtime=runtime,
-            cancel=self.cancel,
-            device_code=options.backend == "compute-sanitizer",
-        )
-        self.exec_ctx = execute.Context(
-            experiment=experiment,
-            backend=options.backend,
-            checker=checker,
-            python=python,
-            root=self.bundle.root,
+        made = contexts.make(
+            experiment,
+            options,
+            host,
+            self.backend,
+            bundle=self.bundle.root,
             scratch=self.workspace.root / "cwd",
-            asan_runtime=runtime,
-            asan_fold=fold,
+            cache=self.cache,
+            python=environment.interpreter(experiment, options.python),
             cancel=self.cancel,
-            # a Slurm task has CPUs of its own (its --cpus-per-task): no share to bound
-            threads=0 if options.executor else child_threads(options.jobs),
         )
+        self.build_ctx, self.exec_ctx = made.build, made.execute
+        self.pool: cf.ThreadPoolExecutor | None = None  # the job slots' pool, once driven
+        self.executor: Executor = options.executor or Local(self.submit)
 
     def settle(self) -> None:
         """Join torch's answer (`Facts.full`; HostMismatch where it contradicts the fast
@@ -246,11 +221,6 @@ class _Run:
         has_log = (self.bundle.root / log).exists()
         return tree, dataclasses.replace(done, log=log if has_log else None)
 
-    def attempt(self, job: Job, built: Build) -> Attempt:
-        self.events.attempt_started(job)
-        self.forget(job)
-        return execute.execute(job, built, self.exec_ctx)
-
     def forget(self, job: Job) -> None:
         """On resume, drop what an earlier session left of a job that is not kept."""
         if self.options.resume:
@@ -276,9 +246,15 @@ class _Run:
                 raise KeyboardInterrupt  # stopped while waiting for a slot
             return work(*args)
 
+    def submit(self, work, *args) -> cf.Future:  # type: ignore[no-untyped-def]
+        """`work(*args)` on the run's pool, holding one of its job slots."""
+        assert self.pool is not None
+        return self.pool.submit(self.slot, work, *args)
+
     def drive(self, pool: cf.ThreadPoolExecutor) -> None:
+        self.pool = pool
         pending: dict[cf.Future, object] = {
-            pool.submit(self.slot, self.prepare, v): v for v in self.experiment.variants
+            self.submit(self.prepare, v): v for v in self.experiment.variants
         }
         try:  # the builds are under way: torch's answer now, before any record or attempt
             self.settle()
@@ -295,61 +271,52 @@ class _Run:
             for future in finished:
                 what = pending.pop(future)
                 if isinstance(what, Variant):
-                    tree, built = future.result()
-                    reuse = resume.reusable(self.before, what.name, built, tree)
-                    self.events.build_finished(built)
-                    assert self.journal is not None
-                    self.journal.record_build(built, tree)
-                    self.record(builds=built, **({"sources": tree} if tree else {}))
-                    if built.ok and self.options.executor is not None:
-                        jobs = []
-                        for job in (j for j in self.jobs if j.variant == what.name):
-                            if reuse and slot(job) in self.kept:
-                                self.finish_attempt(self.kept[slot(job)], journaled=True)
-                            else:
-                                jobs.append(job)
-                        if jobs:  # its own thread: waiting on the queue holds no build slot
-                            batch = self.waiters.submit(
-                                self.batch, self.options.executor, jobs, built
-                            )
-                            pending[batch] = _Batch(what.name)
-                        continue
-                    for job in (j for j in self.jobs if j.variant == what.name):
-                        if reuse and slot(job) in self.kept:
-                            self.finish_attempt(self.kept[slot(job)], journaled=True)
-                        elif built.ok:
-                            pending[pool.submit(self.slot, self.attempt, job, built)] = job
-                        else:
-                            self.forget(job)
-                            run = self.experiment.run(job.run)
-                            self.finish_attempt(
-                                execute.not_run(
-                                    job,
-                                    run,
-                                    self.options.backend,
-                                    f"variant {what.name} did not build",
-                                )
-                            )
-                elif isinstance(what, _Batch):
-                    future.result()  # its attempts were recorded as they finished
+                    batch = self.built(what, *future.result())
+                    if batch is not None:
+                        pending[batch] = _Batch(what.name)
                 else:
-                    self.finish_attempt(future.result())
+                    future.result()  # its attempts were recorded as they finished
 
-    def batch(self, executor: Executor, jobs: list[Job], built: Build) -> None:
-        """A variant's attempts through a cluster executor (one worker thread waits)."""
+    def built(self, variant: Variant, tree: SourceTree | None, built: Build) -> cf.Future | None:
+        """Record a variant's build and hand its attempts to the executor (the future of
+        that batch; None when none is left to run): the journaled ones a resume keeps are
+        recorded again, and those of a variant that did not build are not run."""
+        reuse = resume.reusable(self.before, variant.name, built, tree)
+        self.events.build_finished(built)
+        assert self.journal is not None
+        self.journal.record_build(built, tree)
+        self.record(builds=built, **({"sources": tree} if tree else {}))
+        jobs = []
+        for job in (j for j in self.jobs if j.variant == variant.name):
+            if reuse and slot(job) in self.kept:
+                self.finish_attempt(self.kept[slot(job)], journaled=True)
+                continue
+            self.forget(job)
+            if built.ok:
+                jobs.append(job)
+            else:
+                run = self.experiment.run(job.run)
+                why = f"variant {variant.name} did not build"
+                self.finish_attempt(execute.not_run(job, run, self.backend, why))
+        if not jobs:
+            return None
+        # its own thread: waiting on the executor holds no job slot
+        return self.waiters.submit(self.executor.run, jobs, built, self.exec_ctx, self.placed,
+                                   self.finish_attempt)  # fmt: skip
 
-        def placed(job: Job, phase: str, node: str) -> None:
+    def placed(self, job: Job, phase: str, node: str) -> None:
+        """The executor moved `job` to `phase` (queued, running, done) on `node`."""
+        if self.executor.queues:
             self.events.attempt_placed(job, phase, node)
-            if phase == "running":
-                self.events.attempt_started(job)
-
-        executor.run(jobs, built, self.exec_ctx, placed, self.finish_attempt)
+        if phase == "running":
+            self.events.attempt_started(job)
 
     def finish_attempt(self, attempt: Attempt, *, journaled: bool = False) -> None:
         if not journaled:
             assert self.journal is not None
             stem = next(j.stem() for j in self.jobs if slot(j) == slot(attempt))
-            self.journal.record(attempt, self.bundle.root, stem)
+            with self.lock:  # the executors' threads finish attempts at once
+                self.journal.record(attempt, self.bundle.root, stem)
         self.events.attempt_finished(attempt)
         self.record(attempts=attempt)
 

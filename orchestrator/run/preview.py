@@ -86,15 +86,16 @@ def preview(experiment: Experiment, backend: str, reason: str = "") -> Preview:
             f"patches {patches}; build {_build(v, spec, problems)}"
         )
     runs, served = [], []
+    made = backends.named(backend)
     for r in e.runs:
-        why = backends.serves(backend, r.checker)
+        why = made.serves(r.checker)
         limit = e.case_timeout_for(r)
         per_case = f", {limit:g} s per case" if limit is not None else ""
         if why:
             runs.append(f"{r.name}: {r.checker.value}: not run under {backend} ({why})")
             continue
         served.append(r.name)
-        tool = checker_for(r, backend).value
+        tool = checker_for(r, made).value
         runs.append(
             f"{r.name}: {r.checker.value} -> watched by {tool}; CSORCH_CHECKER={tool}; "
             f"{e.repeats_for(r)} repeat(s), {e.timeout_for(r):g} s per attempt{per_case}"

@@ -11,7 +11,7 @@ prefix P and the runtime writes each process's reports to its own file, P.<pid>
 (`log_path=P`, inherited by children), never to the command's stdout or stderr, which
 csorch keeps for humans and never parses for findings. With the fold shim, each process
 that starts (exec) also creates P.started.<pid> (`CSORCH_ASAN_STARTED`), so that a process
-that leaves no exit record in its P.<pid> is seen, not missed (`executors/channel.py`).
+that leaves no exit record in its P.<pid> is seen, not missed (`backends/channel.py`).
 
 C++ exceptions: ASan intercepts `__cxa_throw` and calls the real one, which it finds at
 start-up; a Python that does not link libstdc++ has none then (an extension loads it
@@ -37,10 +37,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from orchestrator import proc
+from orchestrator.backends import channel
 from orchestrator.backends.asan import shim as asan_fold
 from orchestrator.backends.asan.log import parse
 from orchestrator.backends.base import BuildFlags, Liveness, Wrapped
 from orchestrator.errors import CheckerUnavailable, ProcessStartError
+from orchestrator.files import file_digest
+from orchestrator.host import Host
 from orchestrator.model import Checker, ParseResult, ToolInfo
 
 NAME = "asan"
@@ -164,7 +167,12 @@ class Asan:
     the C++ runtime preloaded after it (see the module's docstring)."""
 
     name = NAME
+    title = "ASan"
     checkers = frozenset({Checker.MEMCHECK})
+    build_sanitizer = "address"
+    device_code = False
+    uses_gpus = False  # it runs on the CPU: no --devices, no GPU asked of Slurm
+    frames_name_case = False  # the plugin's case markers reach the runtime's own log
 
     def __init__(
         self,
@@ -198,6 +206,63 @@ class Asan:
 
     def build_flags(self) -> BuildFlags:
         return BuildFlags(cflags=COMPILE_FLAGS, ldflags=LINK_FLAGS)
+
+    def serves(self, checker: Checker) -> str:
+        if checker in (Checker.NONE, Checker.MEMCHECK):
+            return ""
+        return f"{checker.value} has no CPU stand-in; it needs compute-sanitizer on a GPU"
+
+    def watcher(self, checker: Checker) -> Checker:
+        return Checker.NONE if checker is Checker.NONE else Checker.ASAN
+
+    def prepare(self, cache: Path, python: str) -> dict[str, str]:
+        """The fold shim built (once per content, under `cache`), and the C++ runtime
+        preloaded where `python` does not load it: both recorded in the bundle."""
+        fold = self.build_fold(cache / "asan-fold")
+        cxx = self.find_cxx(python)
+        return {
+            "fold_shim": str(fold),
+            "fold_shim_sha256": file_digest(fold),
+            **({"cxx_runtime": str(cxx)} if cxx else {}),
+        }
+
+    def identity(self, host: Host) -> dict[str, str]:
+        return {"version": host.cc, "path": host.asan_runtime}
+
+    def task_context(self) -> dict[str, str]:
+        return {
+            "asan_runtime": str(self.runtime or ""),
+            "asan_fold": str(self.fold or ""),
+            # the C++ runtime preloaded after ASan's (a C++ throw aborts without it)
+            "asan_cxx": str(self.cxx or ""),
+        }
+
+    @classmethod
+    def from_task(cls, context: Mapping[str, str]) -> Asan:
+        """The backend a Slurm task's context describes (`task_context`)."""
+        return cls(
+            context.get("asan_runtime") or None,
+            fold=context.get("asan_fold") or None,
+            cxx=context.get("asan_cxx") or None,
+        )
+
+    def gres(self) -> str:
+        return ""
+
+    def log_target(self, prefix: Path) -> Path | None:
+        return prefix  # `log_path=prefix`: the runtime writes prefix.<pid>
+
+    def wrap_plain(self, argv: Sequence[str], env: Mapping[str, str], sanitizer: str) -> Wrapped:
+        """An instrumented build cannot load without its runtime: preload it (no log)."""
+        if sanitizer != self.build_sanitizer:
+            return Wrapped(argv=tuple(argv), env=(), log_path=None)
+        return self.wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
+
+    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+        return channel.read_asan(prefix, parse)
+
+    def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:
+        return result  # each report lies between its case's markers already
 
     def probe(self) -> ToolInfo:
         runtime = self._runtime()
@@ -246,8 +311,8 @@ class Asan:
         )
         return Wrapped(argv=tuple(argv), env=delta, log_path=log_path)
 
-    def parse(self, lines: Iterable[str], *, exit_required: bool = True) -> ParseResult:
-        return parse(lines, exit_required=exit_required)
+    def parse(self, lines: Iterable[str], *, checker: Checker = Checker.ASAN) -> ParseResult:
+        return parse(lines)
 
     def liveness(self, result: ParseResult) -> Liveness:
         if result.tool_errors:

@@ -16,10 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from orchestrator import proc
+from orchestrator.backends import channel
 from orchestrator.backends.base import BuildFlags, Liveness, Wrapped
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.config.schema import RESERVED_OPTIONS
 from orchestrator.errors import CheckerUnavailable, ProcessStartError
+from orchestrator.host import Host
 from orchestrator.model import Checker, ParseResult, ToolInfo
 
 NAME = "compute-sanitizer"
@@ -75,9 +77,16 @@ class ComputeSanitizer:
     """compute-sanitizer at `path` (found on PATH when None)."""
 
     name = NAME
+    title = NAME
     checkers = frozenset(
         {Checker.MEMCHECK, Checker.INITCHECK, Checker.RACECHECK, Checker.SYNCCHECK}
     )
+    build_sanitizer = ""
+    device_code = True  # an extension's build must hold GPU code for the tool to watch
+    uses_gpus = True
+    #: the tool's file holds no case markers (they are the plugin's): its records' Python
+    #: frames name the case (`attribute`)
+    frames_name_case = True
 
     def __init__(
         self,
@@ -106,6 +115,41 @@ class ComputeSanitizer:
     def build_flags(self) -> BuildFlags:
         # -lineinfo: device frames get file:line; it does not change the generated code
         return BuildFlags(cflags=("-fno-omit-frame-pointer",), cuda_cflags=("-lineinfo",))
+
+    def serves(self, checker: Checker) -> str:
+        return ""  # every run checker: none is plain, the others are its tools
+
+    def watcher(self, checker: Checker) -> Checker:
+        return checker
+
+    def prepare(self, cache: Path, python: str) -> dict[str, str]:
+        return {}
+
+    def identity(self, host: Host) -> dict[str, str]:
+        return {"version": host.compute_sanitizer, "path": host.compute_sanitizer_path}
+
+    def task_context(self) -> dict[str, str]:
+        return {"checker_path": str(self.path or "")}
+
+    @classmethod
+    def from_task(cls, context: Mapping[str, str]) -> ComputeSanitizer:
+        """The backend a Slurm task's context describes (`task_context`)."""
+        return cls(context.get("checker_path") or None)
+
+    def gres(self) -> str:
+        return "gpu:1"
+
+    def log_target(self, prefix: Path) -> Path | None:
+        return channel.cs_pattern(prefix)  # `--log-file prefix.%p.log`
+
+    def wrap_plain(self, argv: Sequence[str], env: Mapping[str, str], sanitizer: str) -> Wrapped:
+        return Wrapped(argv=tuple(argv), env=(), log_path=None)
+
+    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+        return channel.read_cs(prefix, lambda lines: cs_log.parse(lines, checker=checker))
+
+    def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:
+        return channel.attribute(result, nodes)
 
     def probe(self) -> ToolInfo:
         path = self._require_path()

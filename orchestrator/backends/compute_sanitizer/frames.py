@@ -79,7 +79,7 @@ def trim_host(frames: list[Frame]) -> tuple[Frame, ...]:
     for f in (f for f in frames if f.is_python):
         if after_test:
             # csorch's plugin calls each test through a frame naming its case (the tool's
-            # own log has no case markers: executors/channel.attribute reads it)
+            # own log has no case markers: backends/channel.attribute reads it)
             if f.function.startswith(CASE_FRAME_PREFIX):
                 python.append(f)
             break

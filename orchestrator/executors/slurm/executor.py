@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import backends, proc
-from orchestrator.backends import Asan, ComputeSanitizer
 from orchestrator.config.slurm import SlurmSettings, sbatch_argv
 from orchestrator.errors import CsorchError
 from orchestrator.executors import execute
@@ -75,6 +74,7 @@ class Slurm:
     """Runs planned attempts as Slurm job arrays (see the module docstring)."""
 
     name = "slurm"
+    queues = True  # its jobs wait in the queue: their phases are shown
 
     def __init__(self, settings: SlurmSettings) -> None:
         self.settings = settings
@@ -129,19 +129,12 @@ class _Array:
         ctx = self.ctx
         context = {
             "experiment": ctx.experiment.to_dict(),
-            "backend": ctx.backend,
-            "checker_path": str(
-                ctx.checker.path if isinstance(ctx.checker, ComputeSanitizer) else ""
-            ),
+            "backend": ctx.backend.name,
+            # what the task needs to make the same backend again (`backends.from_task`)
+            **ctx.backend.task_context(),
             "python": ctx.python,
             "root": str(ctx.root),
             "scratch": str(ctx.scratch),
-            "asan_runtime": str(ctx.asan_runtime) if ctx.asan_runtime else "",
-            "asan_fold": str(ctx.asan_fold) if ctx.asan_fold else "",
-            # the C++ runtime preloaded after ASan's (a C++ throw aborts without it)
-            "asan_cxx": str(ctx.checker.cxx)
-            if isinstance(ctx.checker, Asan) and ctx.checker.cxx
-            else "",
         }
         _write_json(self.spool / "context.json", context)
         _write_json(self.spool / "build.json", self.built.to_dict())
@@ -174,7 +167,7 @@ class _Array:
                 output=self.output,
                 script=script,
                 seconds=seconds,
-                gres=self.settings.gres_for(self.ctx.backend),
+                gres=self.settings.gres_for(self.ctx.backend.gres()),
                 workdir=self.spool,
             )
             answer = proc.capture(argv, timeout=COMMAND_TIMEOUT)
@@ -355,23 +348,12 @@ def work(spool: Path, index: int, array: str, node: str) -> Path:
     if not 0 <= index < len(jobs):
         raise CsorchError(f"{spool}: no task {index} (the spool has {len(jobs)})")
     built = Build.from_dict(json.loads((spool / "build.json").read_text()))
-    backend = context["backend"]
-    runtime = Path(context["asan_runtime"]) if context["asan_runtime"] else None
-    fold = Path(context["asan_fold"]) if context.get("asan_fold") else None
-    checker = backends.make(
-        backend, asan_runtime=runtime, asan_fold=fold, sanitizer=context["checker_path"]
-    )
-    if isinstance(checker, Asan) and context.get("asan_cxx"):
-        checker.cxx = Path(context["asan_cxx"])
     ctx = execute.Context(
         experiment=Experiment.from_dict(context["experiment"]),
-        backend=backend,
-        checker=checker,
+        backend=backends.from_task(context),
         python=context["python"],
         root=Path(context["root"]),
         scratch=Path(context["scratch"]),
-        asan_runtime=runtime,
-        asan_fold=fold,
     )
     attempt = execute.execute(Job.from_dict(jobs[index]), built, ctx)
     path = spool / "results" / f"{index}.{array}.json"

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import backends
+from orchestrator.backends import channel
 from orchestrator.backends.asan import log as asan_log
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.bundle import rederive
-from orchestrator.executors import channel
 from orchestrator.model import Attempt, Checker, Launch
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -29,7 +30,7 @@ LOGS = sorted(
 
 def recorded(log: Path, root: Path) -> tuple[str, Attempt]:
     """(backend, the attempt as a run records it) with the log in the bundle `root`, as
-    the checker's own channel file beside the launch's output log (`executors.channel`),
+    the checker's own channel file beside the launch's output log (`backends.channel`),
     its parse the executor's."""
     expected = json.loads(log.with_suffix(".expected.json").read_text())
     backend = "asan" if expected["parser"] == "asan" else "compute-sanitizer"
@@ -51,7 +52,7 @@ def recorded(log: Path, root: Path) -> tuple[str, Attempt]:
         parse=parse, launches=(Launch(("prog",), (), "", rel),),
     )  # fmt: skip
     # through the bundle's JSON and back, as `gate --from` reads it
-    return backend, Attempt.from_dict(json.loads(json.dumps(attempt.to_dict())))
+    return backends.reader(backend), Attempt.from_dict(json.loads(json.dumps(attempt.to_dict())))
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.backends import Asan, ComputeSanitizer
 from orchestrator.config.experiment import load_experiment
 from orchestrator.config.slurm import (
     SlurmSettings,
@@ -95,10 +96,10 @@ def test_a_bad_flag_says_what_is_wrong(pair: str, words: str) -> None:
 
 
 def test_gres_follows_the_checker_unless_given() -> None:
-    assert SlurmSettings().gres_for("compute-sanitizer") == "gpu:1"
-    assert SlurmSettings().gres_for("asan") == ""  # ASan runs on the CPU: ask for no GPU
-    assert SlurmSettings(gres="gpu:a100:1").gres_for("asan") == "gpu:a100:1"
-    assert SlurmSettings(gres="none").gres_for("compute-sanitizer") == ""
+    assert SlurmSettings().gres_for(ComputeSanitizer().gres()) == "gpu:1"
+    assert SlurmSettings().gres_for(Asan().gres()) == ""  # ASan runs on the CPU: no GPU
+    assert SlurmSettings(gres="gpu:a100:1").gres_for(Asan().gres()) == "gpu:a100:1"
+    assert SlurmSettings(gres="none").gres_for(ComputeSanitizer().gres()) == ""
 
 
 @pytest.mark.parametrize(

@@ -101,7 +101,6 @@ def context(
     timeout: float = 120,
     env=(),
     args=(),
-    backend: str = "asan",
     checker=None,
     gpu_uuids=(),
 ) -> execute.Context:
@@ -124,7 +123,6 @@ def context(
     (tmp_path / "bundle" / "logs").mkdir(parents=True, exist_ok=True)
     return execute.Context(
         experiment,
-        backend,
         checker or Asan("/nonexistent/libasan.so"),
         sys.executable,
         tmp_path / "bundle",
@@ -350,7 +348,7 @@ def _flood_context(tmp_path: Path, asan: Asan, memcheck_env=()) -> execute.Conte
     ctx = context(tmp_path, src / "case_flood.py", env=env, checker=asan)
     memcheck = Run("memcheck", Checker.MEMCHECK, env=(*env, *memcheck_env))
     experiment = dataclasses.replace(ctx.experiment, runs=(*ctx.experiment.runs[:1], memcheck))
-    return dataclasses.replace(ctx, experiment=experiment, asan_fold=asan.fold)
+    return dataclasses.replace(ctx, experiment=experiment)
 
 
 def _asan() -> Asan:
@@ -452,7 +450,7 @@ def test_a_cxx_throw_runs_under_asan_with_libstdcxx_preloaded(tmp_path: Path, bu
     ctx = context(tmp_path, suite, env=env, checker=asan)
     memcheck = Run("memcheck", Checker.MEMCHECK, env=env)
     experiment = dataclasses.replace(ctx.experiment, runs=(*ctx.experiment.runs[:1], memcheck))
-    ctx = dataclasses.replace(ctx, experiment=experiment, asan_fold=asan.fold)
+    ctx = dataclasses.replace(ctx, experiment=experiment)
     instrumented = dataclasses.replace(built, sanitizer="address")
     bare = execute.execute(Job("v", "memcheck", "suite", 0), instrumented, ctx)
     assert not bare.conclusive
@@ -506,7 +504,7 @@ def test_a_runs_suppressions_mark_its_findings_and_drop_none(
     tool = tmp_path / "compute-sanitizer"
     tool.write_text(FAKE_TOOL.replace("{python}", sys.executable))
     tool.chmod(0o755)
-    ctx = context(tmp_path, suite, backend="compute-sanitizer", checker=ComputeSanitizer(tool))
+    ctx = context(tmp_path, suite, checker=ComputeSanitizer(tool))
     supp = Suppression("supp.xml#1", "Api", (("api", "cudaFree"), ("result", "1")))
     runs = tuple(
         dataclasses.replace(r, suppressions=(supp,)) if r.name == "memcheck" else r

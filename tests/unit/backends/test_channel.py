@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.backends import Asan
+from orchestrator.backends import Asan, channel
 from orchestrator.backends.asan import log as asan_log
 from orchestrator.backends.compute_sanitizer import log as cs_log
 from orchestrator.backends.compute_sanitizer.backend import ComputeSanitizer
 from orchestrator.errors import CheckerUnavailable
-from orchestrator.executors import channel
 from orchestrator.model import Checker
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

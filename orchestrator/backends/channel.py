@@ -17,17 +17,19 @@ The rules (each breach makes the launch's parse inconclusive, with the process n
   written by that process's runtime);
 - compute-sanitizer: every log file ends with its ERROR SUMMARY (the backend's parser);
 - no file at all: the checker was not live in the launch.
-Reads files only; the processes that wrote them are `execute`'s.
+Reads files only; the processes that wrote them are the executor's. Each backend reads its
+own channel through these (`Backend.read`): the executor and `bundle.rederive` alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from orchestrator.executors import attempt_log
+from orchestrator.files import NotRegularFile, open_regular
 from orchestrator.model import ParseResult
 
 # r0.launch1.asan.4540   (the runtime's `log_path=PREFIX` file of process 4540)
@@ -42,6 +44,43 @@ CASE_FRAME_RE = re.compile(r"^csorch_case_(?P<index>[0-9]{1,6})$")
 
 AsanParser = Callable[..., ParseResult]
 Parser = Callable[[Iterable[str]], ParseResult]
+
+
+def lines(path: Path) -> Iterator[str]:
+    """The log's lines, streamed: a checker's log can run to gigabytes, and the parsers
+    keep only what they count. A missing log has none, and so has a path that is no
+    regular file (a named pipe put in a bundle would block the reader forever): either
+    way the parse has no summary and is incomplete, never clean, and `bundle.verify`
+    names the file."""
+    try:
+        raw = open_regular(path)
+    except (FileNotFoundError, NotRegularFile):
+        return
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as f:
+        yield from f
+
+
+def _split_sum(splits: Sequence[tuple[int, int] | None]) -> tuple[int, int] | None:
+    present = [s for s in splits if s is not None]
+    return (sum(s[0] for s in present), sum(s[1] for s in present)) if present else None
+
+
+def merge(parses: Sequence[ParseResult]) -> ParseResult:
+    """One attempt's launches as one parse: complete only if every launch's log is."""
+    counts = [p.summary_count for p in parses]
+    return ParseResult(
+        findings=tuple(f for p in parses for f in p.findings),
+        summary_count=None if not parses or None in counts else sum(counts),  # type: ignore[arg-type]
+        not_printed=sum(p.not_printed for p in parses),
+        complete=bool(parses) and all(p.complete for p in parses),
+        tool_errors=tuple(dict.fromkeys(e for p in parses for e in p.tool_errors)),
+        app_error=any(p.app_error for p in parses),
+        app_crashed=any(p.app_crashed for p in parses),
+        summary_lines=tuple(s for p in parses for s in p.summary_lines),
+        unparsed=tuple(u for p in parses for u in p.unparsed)[:20],
+        summary_split=_split_sum([p.summary_split for p in parses]),
+        count_mismatch="; ".join(dict.fromkeys(c for c in (p.count_mismatch for p in parses) if c)),
+    )
 
 
 def _files(prefix: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
@@ -93,7 +132,7 @@ def read_asan(prefix: Path, parse: AsanParser) -> ParseResult:
                 )
             )
             continue
-        one = parse(attempt_log.lines(logs[pid]), exit_required=pid in started)
+        one = parse(lines(logs[pid]), exit_required=pid in started)
         foreign = sorted({f.pid for f in one.findings if f.pid is not None and f.pid != pid})
         if foreign:
             one = _broken(
@@ -108,7 +147,7 @@ def read_asan(prefix: Path, parse: AsanParser) -> ParseResult:
                 "or ended without exit handlers)",
             )
         parses.append(one)
-    return attempt_log.merge(parses)
+    return merge(parses)
 
 
 def read_cs(prefix: Path, parse: Parser) -> ParseResult:
@@ -119,7 +158,7 @@ def read_cs(prefix: Path, parse: Parser) -> ParseResult:
         return ParseResult(
             tool_errors=(f"no compute-sanitizer log {prefix.name}.<pid>.log: the tool did not run",)
         )
-    return attempt_log.merge([parse(attempt_log.lines(path)) for path in logs.values()])
+    return merge([parse(lines(path)) for path in logs.values()])
 
 
 def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
