@@ -71,9 +71,12 @@ test: setup slurm-deps
 	$(PY) -m pytest $$xdist --durations=25 $(PYTEST_ARGS)
 
 # the pure-logic tier: tests/unit without the `process` mark (tests/unit/conftest.py fails
-# any unmarked test that starts a child, so the tier stays pure)
+# any unmarked test that starts a child, so the tier stays pure), then the pipelines' fast
+# tier (run and gate over a recorded backend: `sh` children, no compiler, seconds)
+FAST_PIPELINES := tests/unit/run/test_pipeline_fast.py tests/unit/gate/test_pipeline_fast.py
 test-fast: setup
 	$(PY) -m pytest tests/unit -m "not process" -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest $(FAST_PIPELINES) -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # the parsers and config loaders under hypothesis's long profile (>= 100,000 inputs per
 # parser, fresh random each time; CI runs the quick profile inside `make test`), then

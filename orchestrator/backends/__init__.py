@@ -8,13 +8,13 @@ asked for explicitly but missing is an error, never a silent fallback.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from orchestrator.backends.asan.backend import Asan
 from orchestrator.backends.base import Backend
 from orchestrator.backends.compute_sanitizer.backend import ComputeSanitizer
 from orchestrator.backends.none import NoChecker
 from orchestrator.errors import CheckerUnavailable
+from orchestrator.host import Host
 from orchestrator.model import Checker, ToolInfo
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
 
 #: the sanitizing backends by the name a bundle records and --backend takes; a new
 #: backend is a subpackage and one entry here (and its case in `choose`)
-KINDS: dict[str, type[Asan] | type[ComputeSanitizer]] = {
+KINDS: dict[str, type[Backend]] = {
     Asan.name: Asan,
     ComputeSanitizer.name: ComputeSanitizer,
 }
@@ -87,7 +87,7 @@ def choose(
     )
 
 
-def kind(backend: str) -> type[Asan] | type[ComputeSanitizer]:
+def kind(backend: str) -> type[Backend]:
     """The class of the backend named `backend` (ValueError for another name)."""
     try:
         return KINDS[backend]
@@ -95,20 +95,11 @@ def kind(backend: str) -> type[Asan] | type[ComputeSanitizer]:
         raise ValueError(f"no backend {backend!r} (resolve auto with choose)") from None
 
 
-def make(
-    backend: str,
-    *,
-    asan_runtime: Path | str | None = None,
-    sanitizer: Path | str | None = None,
-    racecheck_workers: int = 0,
-) -> Backend:
-    """The one place a run's checker backend is made from its name: ASan (its runtime,
-    else found) or compute-sanitizer (its path, else found; racecheck's CPU threads
-    bounded to `racecheck_workers`, 0 for the tool's default)."""
-    made = kind(backend)
-    if made is Asan:
-        return Asan(asan_runtime or None)
-    return ComputeSanitizer(sanitizer or None, racecheck_workers=racecheck_workers)
+def make(backend: str, host: Host, *, workers: int = 0) -> Backend:
+    """The one place a run's checker backend is made, from its name and the host's facts
+    (ASan: the runtime they found; compute-sanitizer: the tool they found, its racecheck
+    bounded to `workers` CPU threads, 0 for the tool's default)."""
+    return kind(backend).for_run(host, workers=workers)
 
 
 def named(backend: str) -> Backend:

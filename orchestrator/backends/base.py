@@ -84,6 +84,17 @@ class Backend(Protocol):
     #: records name the case (`CSORCH_CASE_FRAMES`, `attribute`)
     frames_name_case: bool
 
+    @classmethod
+    def for_run(cls, host: Host, *, workers: int = 0) -> Backend:
+        """The backend of a run on `host` (`backends.make`; `workers`: the CPU threads a
+        checker that has them may use, 0 for its default)."""
+        ...
+
+    @classmethod
+    def from_task(cls, context: Mapping[str, str]) -> Backend:
+        """The backend a Slurm task's context describes (`task_context`)."""
+        ...
+
     def build_flags(self) -> BuildFlags: ...
 
     def probe(self) -> ToolInfo:

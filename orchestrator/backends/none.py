@@ -22,6 +22,14 @@ class NoChecker:
     uses_gpus = False
     frames_name_case = False
 
+    @classmethod
+    def for_run(cls, host: Host, *, workers: int = 0) -> NoChecker:
+        return cls()
+
+    @classmethod
+    def from_task(cls, context: Mapping[str, str]) -> NoChecker:
+        return cls()
+
     def build_flags(self) -> BuildFlags:
         return BuildFlags()
 

@@ -92,10 +92,7 @@ class _Run:
         self.waiters = cf.ThreadPoolExecutor(max_workers=max(1, len(experiment.variants)))
         # the one backend object of the run: every stage asks it, none asks its name
         self.backend = backends.make(
-            options.backend,
-            asan_runtime=host.asan_runtime,
-            sanitizer=host.compute_sanitizer_path,
-            racecheck_workers=racecheck_workers(options.jobs),
+            options.backend, host, workers=racecheck_workers(options.jobs)
         )
         unserved = {r.name: self.backend.serves(r.checker) for r in experiment.runs}
         self.jobs = plan(

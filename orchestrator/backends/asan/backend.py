@@ -238,6 +238,11 @@ class Asan:
         }
 
     @classmethod
+    def for_run(cls, host: Host, *, workers: int = 0) -> Asan:
+        """The backend of a run on `host` (its ASan runtime, else found when first needed)."""
+        return cls(host.asan_runtime or None)
+
+    @classmethod
     def from_task(cls, context: Mapping[str, str]) -> Asan:
         """The backend a Slurm task's context describes (`task_context`)."""
         return cls(

@@ -132,6 +132,12 @@ class ComputeSanitizer:
         return {"checker_path": str(self.path or "")}
 
     @classmethod
+    def for_run(cls, host: Host, *, workers: int = 0) -> ComputeSanitizer:
+        """The backend of a run on `host` (the tool it found, else on PATH), racecheck's CPU
+        threads bounded to `workers` (0: the tool's default)."""
+        return cls(host.compute_sanitizer_path or None, racecheck_workers=workers)
+
+    @classmethod
     def from_task(cls, context: Mapping[str, str]) -> ComputeSanitizer:
         """The backend a Slurm task's context describes (`task_context`)."""
         return cls(context.get("checker_path") or None)
