@@ -73,7 +73,7 @@ test: setup slurm-deps
 # the pure-logic tier: tests/unit without the `process` mark (tests/unit/conftest.py fails
 # any unmarked test that starts a child, so the tier stays pure), then the pipelines' fast
 # tier (run and gate over a recorded backend: `sh` children, no compiler, seconds)
-FAST_PIPELINES := tests/unit/run/test_pipeline_fast.py tests/unit/gate/test_pipeline_fast.py
+FAST_PIPELINES := tests/unit/run/test_runner_fast.py tests/unit/gate/test_pipeline_fast.py
 test-fast: setup
 	$(PY) -m pytest tests/unit -m "not process" -q -p no:cacheprovider $(PYTEST_ARGS)
 	$(PY) -m pytest $(FAST_PIPELINES) -q -p no:cacheprovider $(PYTEST_ARGS)

@@ -3,7 +3,7 @@
 A probe builds the tree as one variant of the config (its build description, flags and
 patches) and runs only what a target watches under the chosen backend: the runs a
 target applies to and the cases its `case` glob names, each repeated N times as the
-config says. It goes through `pipeline.run_experiment`, so a tree that was built before
+config says. It goes through `runner.run_experiment`, so a tree that was built before
 (the same digest, patches and toolchain) comes from the content-addressed cache, and
 every probe leaves an ordinary results bundle, with the decision beside it in
 `probe.json`.
@@ -36,7 +36,7 @@ from orchestrator.host import Facts
 from orchestrator.judge.causality import Hits
 from orchestrator.model import Build, Experiment, SourceKind, SourceSpec, TargetPattern, Variant
 from orchestrator.model.record import Record
-from orchestrator.run import pipeline
+from orchestrator.run import runner
 from orchestrator.run.events import Listener
 from orchestrator.run.options import Options
 
@@ -184,7 +184,7 @@ def _unbuilt(bundle: Path, built: Build | None) -> str:
     return first
 
 
-def decide(subj: Subject, result: pipeline.RunResult) -> tuple[Mark, str, tuple[Hits, ...]]:
+def decide(subj: Subject, result: runner.RunResult) -> tuple[Mark, str, tuple[Hits, ...]]:
     """The mark of one probe's run (see the module docstring), with the one-line reason."""
     built = result.builds[0] if result.builds else None
     if built is None or not built.ok:
@@ -234,7 +234,7 @@ def evaluate(
     """Build and run the tree `spec` names; the bundle goes to `options.out`."""
     start = time.monotonic()
     experiment = dataclasses.replace(subj.experiment, source=spec)
-    result = pipeline.run_experiment(experiment, options, facts, events)
+    result = runner.run_experiment(experiment, options, facts, events)
     mark, reason, hits = decide(subj, result)
     built = result.builds[0] if result.builds else None
     tree = result.sources[0] if result.sources else None

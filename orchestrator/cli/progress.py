@@ -14,7 +14,7 @@ from orchestrator.cli.common import err, out
 from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.model.job import Fanout, Job
 from orchestrator.report import table
-from orchestrator.run import pipeline
+from orchestrator.run import runner
 from orchestrator.run.events import Listener
 
 
@@ -94,7 +94,7 @@ def shown() -> Iterator[Shown]:
         yield Shown(progress)
 
 
-def table_of(result: pipeline.RunResult, backend: str, seconds: float | None = None) -> None:
+def table_of(result: runner.RunResult, backend: str, seconds: float | None = None) -> None:
     """Print one experiment's table and where its bundle is (and how long it took)."""
     out.print(
         table.render(

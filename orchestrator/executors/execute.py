@@ -169,7 +169,7 @@ def _plain(log: Path) -> ParseResult:
 
 def _suppress(parsed: ParseResult, run: Run) -> ParseResult:
     # csorch applies the run's suppressions itself: the tool would drop the records
-    return suppressions.mark(parsed, run.suppressions) if run.suppressions else parsed
+    return suppressions.apply(parsed, run.suppressions) if run.suppressions else parsed
 
 
 def _launch(

@@ -13,7 +13,7 @@ What a kept example stands for: the records folded into it have its signature (c
 kind, access, space, size, code, kernel and top frames) and its case, nothing more.
 Their addresses, threads, blocks and host backtraces are not kept; a suppression that
 tells records of one signature apart by those marks the folded ones as it marks the
-example they were counted into (`suppressions.mark`).
+example they were counted into (`suppressions.apply`).
 """
 
 from __future__ import annotations

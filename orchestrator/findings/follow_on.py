@@ -10,7 +10,7 @@ ATen's index checks among them) is as sticky: every later call fails with
 `cudaErrorAssert` "device-side assert triggered". A control that plants a use-after-free shows them
 beside the fault it is expected to show; they are that fault's consequences.
 
-`mark` links them: within one process's records, in log order, each API error with a
+`link` marks them: within one process's records, in log order, each API error with a
 sticky error after the first memory-error record is marked `follows=<signature id of
 the fault>` (`Finding.follows`). The judge does not weigh a marked record (the fault
 it follows is weighed), the gate does not call it unexpected, and every report lists it
@@ -64,7 +64,7 @@ def sticky(finding: Finding) -> bool:
     )
 
 
-def mark(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+def link(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     """The findings, in order, with each sticky API error after a fault in the same
     process marked `follows` that fault's signature id (one marked already is kept)."""
     faults: dict[int | None, str] = {}
@@ -80,5 +80,5 @@ def mark(findings: Sequence[Finding]) -> tuple[Finding, ...]:
 
 
 def follow_ons(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-    """The findings `mark` links to a fault."""
-    return tuple(f for f in mark(findings) if f.follows)
+    """The findings `link` ties to a fault."""
+    return tuple(f for f in link(findings) if f.follows)

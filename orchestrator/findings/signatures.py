@@ -195,7 +195,7 @@ def group(findings: Iterable[Finding]) -> tuple[SignatureCount, ...]:
     return tuple(sorted(groups, key=lambda g: (-g.count, g.fingerprint)))
 
 
-def mark(finding: Finding, why: str) -> Finding:
+def tolerate(finding: Finding, why: str) -> Finding:
     """The finding marked as tolerated (`why`: a suppression's source or `allowed: ...`),
     unless something marked it already."""
     return finding if finding.suppressed else replace(finding, suppressed=why)

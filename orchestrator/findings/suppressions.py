@@ -222,7 +222,7 @@ def matches(s: Suppression, finding: Finding) -> bool:
     return all(_frame_matches(f, e) for f, e in zip(ours, _subject(s.frames), strict=False))
 
 
-def mark(result: ParseResult, suppressions: Sequence[Suppression]) -> ParseResult:
+def apply(result: ParseResult, suppressions: Sequence[Suppression]) -> ParseResult:
     """The parse with every finding a suppression covers marked by it (nothing removed)."""
     if not suppressions:
         return result

@@ -40,7 +40,7 @@ from orchestrator.gate.policy import (
     load_policy,
 )
 from orchestrator.model import Experiment, Verdict
-from orchestrator.run import journal, options, pipeline, places
+from orchestrator.run import journal, options, places, runner
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.options import Options
 from orchestrator.run.request import (  # noqa: F401 (GATE_RUN: where a gate is kept)
@@ -83,7 +83,7 @@ class GateRun:
     judged: tuple[Judged, ...]
     plan: Plan
     out: Path | None
-    runs: tuple[pipeline.RunResult, ...] = ()  # the experiments run together, in order
+    runs: tuple[runner.RunResult, ...] = ()  # the experiments run together, in order
 
 
 class NotWritten(journal.NotWritten):
@@ -131,8 +131,8 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     for e in experiments:
         options.check_repeat(e, settings.repeat)
     runners = tuple(executor_for(e, settings.executor, pairs) for e in experiments)
-    for runner in runners:
-        check_local_only(runner, settings.devices)
+    for executor in runners:
+        check_local_only(executor, settings.devices)
     return Plan(policy, experiments, runners)
 
 
@@ -147,7 +147,7 @@ def fresh(path: Path) -> bool:
         return False  # not nothing: whatever lies that deep is not csorch's to remove
 
 
-def _judged(result: pipeline.RunResult) -> Judged:
+def _judged(result: runner.RunResult) -> Judged:
     return Judged(result.experiment, result.attempts, result.judgement, str(result.bundle))
 
 
@@ -160,7 +160,7 @@ def run_experiments(
     devices: tuple[str, ...],
     resume: bool,
     listener: Listener = QUIET,
-) -> list[pipeline.RunResult]:
+) -> list[runner.RunResult]:
     """Each experiment into its own bundle `out/<name>` (resumed from its journal when
     `resume`; one never begun starts afresh), all at once as one plan: every build starts
     at second 0 (a build two experiments share, one cache key, is built once: the second
@@ -178,7 +178,7 @@ def run_experiments(
     at_once = len(runs) if settings.together else 1
     with cf.ThreadPoolExecutor(max_workers=max(1, at_once)) as pool:
         futures = [
-            pool.submit(pipeline.run_experiment, e, opts, facts, listener.experiment(e))
+            pool.submit(runner.run_experiment, e, opts, facts, listener.experiment(e))
             for e, opts in zip(plan.experiments, runs, strict=True)
         ]
         try:
@@ -202,7 +202,7 @@ def _options(
     """Each experiment's options: its bundle `out/<name>`, resumed when `resume` and its
     directory holds a journal (one never begun starts afresh)."""
     made = []
-    for experiment, runner in zip(plan.experiments, plan.runners, strict=True):
+    for experiment, executor in zip(plan.experiments, plan.runners, strict=True):
         target = out / experiment.name
         made.append(
             options.make(
@@ -212,9 +212,9 @@ def _options(
                 jobs=settings.jobs,
                 repeat=settings.repeat,
                 # under Slurm each attempt gets its GPU from the scheduler (--gres)
-                devices=devices if runner is None else (),
+                devices=devices if executor is None else (),
                 fanout=settings.fanout,
-                executor=runner,
+                executor=executor,
                 resume=resume and not fresh(target),
             )
         )
@@ -270,7 +270,7 @@ def run(
         raise CsorchError(f"--sign {request.sign}: no such key file", hint="an SSH private key")
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
-    runs: list[pipeline.RunResult] = []
+    runs: list[runner.RunResult] = []
     out = request.out
     if out is not None:
         places.check_out(
@@ -308,7 +308,7 @@ def run(
         except OSError as exc:  # the disk is full, a bundle directory went away
             raise NotWritten(exc, out, None, True) from None
         judged = [_judged(r) for r in runs]
-        judged = stored.checked(judged, plan.experiments, settings.repeat)
+        judged = stored.read_back(judged, plan.experiments, settings.repeat)
         missing, broken, ran = [], [], True
     result = decide(plan.policy, judged, missing, broken)
     if out is not None:

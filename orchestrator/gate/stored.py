@@ -15,7 +15,7 @@ from orchestrator.errors import BundleError, CsorchError
 from orchestrator.files import read_json
 from orchestrator.gate.policy import Judged
 from orchestrator.model import Experiment
-from orchestrator.run import pipeline
+from orchestrator.run import runner
 
 
 def bundles(paths: Sequence[Path]) -> list[Path]:
@@ -36,7 +36,7 @@ def bundles(paths: Sequence[Path]) -> list[Path]:
     return found
 
 
-def stored(path: Path, expect: Experiment | None = None) -> Judged:
+def judge_bundle(path: Path, expect: Experiment | None = None) -> Judged:
     """A bundle's records, judged again from its attempts (nothing runs) against `expect`
     (the gate's experiment of that name) once `bundle.trust` has checked it; BundleError
     if it cannot be read at all. Every reason not to trust it is a problem of the Judged
@@ -69,7 +69,7 @@ def judge_stored(
     by_name = {e.name: e for e in experiments}
     for path in bundles(paths):
         try:
-            found = stored(path, _expected(path, by_name))
+            found = judge_bundle(path, _expected(path, by_name))
         except BundleError as exc:  # a truncated results.json: judge nothing from it
             broken.append(f"bundle {path} cannot be read: {exc.message}")
             continue
@@ -94,13 +94,13 @@ def _expected(path: Path, by_name: dict[str, Experiment]) -> Experiment | None:
     return by_name.get(name) if isinstance(name, str) else None
 
 
-def checked(
+def read_back(
     judged: Sequence[Judged], experiments: Sequence[Experiment], repeat: int | None
 ) -> list[Judged]:
     """The bundles a gate just wrote (run or resumed), read back through `bundle.trust`
     against the gate's experiments (with `--repeat`): what the gate judges is what its
     directory proves."""
-    by_name = {e.name: pipeline.with_repeats(e, repeat) for e in experiments}
+    by_name = {e.name: runner.with_repeats(e, repeat) for e in experiments}
     out = []
     for j in judged:
         if not j.bundle:

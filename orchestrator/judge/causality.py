@@ -53,7 +53,7 @@ def judged_findings(attempt: Attempt) -> tuple[Finding, ...]:
     (the gate lists those apart, with the suppression that matched them) and the API
     errors that follow a fault in the same process (`findings.follow_on`: the fault is
     weighed, its consequences are listed with it)."""
-    return tuple(f for f in follow_on.mark(attempt.findings) if not f.suppressed and not f.follows)
+    return tuple(f for f in follow_on.link(attempt.findings) if not f.suppressed and not f.follows)
 
 
 def failed_builds(builds: Iterable[Build]) -> dict[str, str]:

@@ -249,7 +249,7 @@ def make(
     sigs: dict[str, Signature] = {}
     follows: dict[str, str] = {}
     for a in _order(experiment, attempts):
-        for f in follow_on.mark(a.findings):
+        for f in follow_on.link(a.findings):
             sig = signature(f)
             fp = fingerprint(sig)
             sigs.setdefault(fp, sig)

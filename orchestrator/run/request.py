@@ -27,7 +27,7 @@ from orchestrator.files import atomic_write, load_json
 from orchestrator.model import Experiment
 from orchestrator.model.job import Fanout
 from orchestrator.model.record import Record
-from orchestrator.run import journal, options, pipeline, places
+from orchestrator.run import journal, options, places, runner
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.options import Options
 
@@ -231,7 +231,7 @@ def prepare(request: Request) -> Prepared:
     return Prepared(experiment, made, facts, choice)
 
 
-def run(request: Request, listener: Listener = QUIET) -> pipeline.RunResult:
+def run(request: Request, listener: Listener = QUIET) -> runner.RunResult:
     """`csorch run` from Python: the request prepared, then its experiment run into its
     bundle (`execute`). CsorchError for bad input or a resume refused (nothing run)."""
     ready = prepare(request)
@@ -241,13 +241,13 @@ def run(request: Request, listener: Listener = QUIET) -> pipeline.RunResult:
 
 def execute(
     experiment: Experiment, made: Options, facts: host.Facts, listener: Listener = QUIET
-) -> pipeline.RunResult:
+) -> runner.RunResult:
     """One experiment run into its bundle `made.out`, with the errors a caller maps:
     CsorchError for a resume refused or host facts that contradict each other,
     journal.Interrupted on Ctrl-C or SIGTERM, journal.NotWritten when the bundle or the
     journal cannot be written (both name the command that resumes)."""
     try:
-        return pipeline.run_experiment(experiment, made, facts, listener)
+        return runner.run_experiment(experiment, made, facts, listener)
     except KeyboardInterrupt:
         raise journal.Interrupted("run", made.out) from None
     except OSError as exc:  # the disk is full, the bundle directory went away

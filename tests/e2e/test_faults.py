@@ -35,7 +35,7 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import BundleError
 from orchestrator.host import Facts
 from orchestrator.model import Verdict
-from orchestrator.run import journal, pipeline
+from orchestrator.run import journal, runner
 from orchestrator.run.options import Options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -294,7 +294,7 @@ def test_a_resume_of_another_run_is_refused(tmp_path: Path, finished, facts: Fac
         backend="asan", out=out, cache=cache_dir, work=tmp_path / "w", repeat=2, resume=True
     )
     with pytest.raises(journal.ResumeError) as caught:
-        pipeline.run_experiment(load_experiment(CONFIG), options, facts)
+        runner.run_experiment(load_experiment(CONFIG), options, facts)
     assert f"{out.resolve()} holds another run (experiment " in caught.value.message
     assert (out / journal.JOURNAL).read_text() == before  # nothing was touched
     # through the command line: a clear line, exit 2, and the way to continue
@@ -309,12 +309,12 @@ def test_a_changed_source_is_refused(tmp_path: Path, facts: Facts) -> None:
     shutil.copytree(FIXTURES, tmp_path / "fx")
     config = tmp_path / "fx" / "c-oob.yaml"
 
-    def run(resume: bool) -> pipeline.RunResult:
+    def run(resume: bool) -> runner.RunResult:
         options = Options(
             backend="asan", out=tmp_path / "out", cache=tmp_path / "cache",
             work=tmp_path / "w", resume=resume,
         )  # fmt: skip
-        return pipeline.run_experiment(load_experiment(config), options, facts)
+        return runner.run_experiment(load_experiment(config), options, facts)
 
     assert run(False).judgement.verdict is Verdict.PASS
     pick = tmp_path / "fx" / "cprog" / "pick.c"
@@ -424,7 +424,7 @@ def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str
         backend="asan", out=tmp_path / "out", cache=tmp_path / "cache",
         work=tmp_path / "work", jobs=1,
     )  # fmt: skip
-    result = pipeline.run_experiment(load_experiment(config), options, facts)
+    result = runner.run_experiment(load_experiment(config), options, facts)
     if killer is not None:
         killer.join()
     assert result.judgement.verdict is Verdict.INCONCLUSIVE, result.judgement.reasons
@@ -463,12 +463,12 @@ def _only_entry(cache_dir: Path, variant: str, out: Path) -> Path:
 
 @pytest.mark.parametrize("damage", ["half-written", "torn-metadata", "binary-changed"])
 def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path, facts: Facts, damage: str) -> None:
-    def run(name: str) -> pipeline.RunResult:
+    def run(name: str) -> runner.RunResult:
         options = Options(
             backend="asan", out=tmp_path / name, cache=tmp_path / "cache",
             work=tmp_path / "work", jobs=1,
         )  # fmt: skip
-        return pipeline.run_experiment(load_experiment(CONFIG), options, facts)
+        return runner.run_experiment(load_experiment(CONFIG), options, facts)
 
     first = run("first")
     entry = _only_entry(tmp_path / "cache", "control", first.bundle)

@@ -30,7 +30,7 @@ from orchestrator.model import (
     Variant,
     Verdict,
 )
-from orchestrator.run import pipeline
+from orchestrator.run import runner
 from tests import factories
 
 ASAN_TARGET = TargetPattern(checker="asan", kind="heap-use-after-free", frame="*nvfp4*",
@@ -115,7 +115,7 @@ def decide(attempts: list[Attempt], *, repeats=3, min_hits=2, built=True, log=""
     if not built and tmp is not None:
         (tmp / "logs" / "build").mkdir(parents=True)
         (tmp / "logs" / "build" / "patched.log").write_text(log[0])
-    result = pipeline.RunResult(
+    result = runner.RunResult(
         subj.experiment, tmp or Path("/nowhere"), "asan", (), (build,), tuple(attempts), (),
         judge.Judgement(Verdict.INCONCLUSIVE, ()), (),
     )  # fmt: skip

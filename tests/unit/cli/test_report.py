@@ -135,7 +135,7 @@ def test_a_gate_directory_renders_its_verdict_and_every_bundle(
     out = tmp_path / "gate"
     out.mkdir()
     shutil.copytree(cprog_bundles["pass"], out / "c-oob")
-    judged = [stored.stored(out / "c-oob")]
+    judged = [stored.judge_bundle(out / "c-oob")]
     result = gate.decide(gate.Policy("g", (Path("/x.yaml"),)), judged)
     pipeline.finish(out, result, judged, "stored report.md\n")
     # before: "is not a results bundle"

@@ -18,7 +18,7 @@ def parse(name: str) -> tuple[Finding, ...]:
 
 
 def test_launch_failures_after_the_cub_fault_follow_it() -> None:
-    findings = follow_on.mark(parse("memcheck-cub-follow-on.log"))
+    findings = follow_on.link(parse("memcheck-cub-follow-on.log"))
     fault = next(f for f in findings if f.kind == "invalid-access")
     assert not fault.follows
     later = [f for f in findings if f.kind == "api-error"]
@@ -37,9 +37,9 @@ def test_api_errors_before_any_fault_or_not_sticky_stand_alone() -> None:
     cub = parse("memcheck-cub-follow-on.log")
     # the launch failure before the fault (reordered) is not explained by it
     api, fault = cub[2], cub[0]
-    assert follow_on.mark((api, fault))[0].follows == ""
+    assert follow_on.link((api, fault))[0].follows == ""
     other = dataclasses.replace(api, code="cudaErrorInvalidValue", detail="invalid argument")
-    assert follow_on.mark((fault, other))[1].follows == ""
+    assert follow_on.link((fault, other))[1].follows == ""
 
 
 def test_another_process_fault_does_not_explain_a_launch_failure() -> None:
@@ -47,5 +47,5 @@ def test_another_process_fault_does_not_explain_a_launch_failure() -> None:
     api = Finding(
         Checker.MEMCHECK, "api-error", code="cudaErrorLaunchFailure", frames=(Frame("cudaFree"),)
     )
-    assert follow_on.mark((fault, dataclasses.replace(api, pid=2)))[1].follows == ""
-    assert follow_on.mark((fault, dataclasses.replace(api, pid=1)))[1].follows
+    assert follow_on.link((fault, dataclasses.replace(api, pid=2)))[1].follows == ""
+    assert follow_on.link((fault, dataclasses.replace(api, pid=1)))[1].follows

@@ -28,7 +28,7 @@ def parsed(name: str) -> ParseResult:
 
 
 def records(name: str) -> tuple[Finding, ...]:
-    return follow_on.mark(parsed(name).findings)
+    return follow_on.link(parsed(name).findings)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_a_fault_in_cub_of_a_wrapped_namespace_is_named_by_the_extensions_functi
     its sort's reads of a freed temporary are CUB's, the signature the extension's."""
     log = parsed(MEGABLOCKS.format(0))
     assert log.complete and not log.count_mismatch and log.summary_count == 162
-    found = follow_on.mark(log.findings)
+    found = follow_on.link(log.findings)
     faults = [f for f in found if f.kind == "invalid-access"]
     assert len(faults) == 160
     # before: "megablocks::cub::LoadDirectWarpStriped<...>", a CUB template, named it
@@ -94,7 +94,7 @@ def test_a_lower_case_warp_assert_is_parsed_and_its_sticky_errors_follow_it() ->
     log = parsed(MEGABLOCKS.format(1))
     assert log.complete and log.unparsed == () and log.summary_count == 470
     assert not log.count_mismatch
-    found = follow_on.mark(log.findings)
+    found = follow_on.link(log.findings)
     asserts = [f for f in found if f.kind == "hardware-exception"]
     assert len(asserts) == 468 and {f.detail for f in asserts} == {"assert"}
     sequels = [f for f in found if f.kind == "api-error"]

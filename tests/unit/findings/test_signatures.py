@@ -11,11 +11,11 @@ from orchestrator.findings.signatures import (
     fingerprint,
     group,
     is_noise,
-    mark,
     matches,
     normalize_frame,
     normalize_function,
     signature,
+    tolerate,
     total,
 )
 from orchestrator.model import Checker, Finding, Frame, Signature, TargetPattern
@@ -109,7 +109,7 @@ def test_group_counts_and_orders() -> None:
 
 def test_group_counts_the_records_folded_into_a_finding() -> None:
     folded = [_finding(thread="0"), _finding(thread="1", count=4000), _finding(access="write")]
-    groups = group([*folded, mark(_finding(count=7), "supp.xml#1")])
+    groups = group([*folded, tolerate(_finding(count=7), "supp.xml#1")])
     assert [g.count for g in groups] == [4008, 1] and total(folded) == 4002
     assert groups[0].example.thread == "0"
     assert groups[0].tolerance() == "7 of 4008: suppressed by supp.xml#1"
@@ -136,12 +136,12 @@ def test_matches(pattern: TargetPattern, hit: bool) -> None:
 def test_a_group_says_what_tolerated_its_findings() -> None:
     frames = (Frame("__ldg(const float *)", "sm_32_intrinsics.hpp"), Frame("k(float *)", "k.cu"))
     f = Finding(Checker.MEMCHECK, "invalid-access", "read", 4, "global", frames=frames)
-    marked = mark(f, "supp.xml#1")
-    assert mark(marked, "allowed: x") == marked  # the first mark stays
+    marked = tolerate(f, "supp.xml#1")
+    assert tolerate(marked, "allowed: x") == marked  # the first mark stays
     (all_of_them,) = group([marked, marked])
     assert all_of_them.tolerance() == "suppressed by supp.xml#1"
     assert all_of_them.skipped == ("__ldg (sm_32_intrinsics.hpp)",)
-    (some,) = group([f, mark(f, "allowed: known (g.yaml:3)")])
+    (some,) = group([f, tolerate(f, "allowed: known (g.yaml:3)")])
     assert some.tolerance() == "1 of 2: allowed: known (g.yaml:3)"
     (none,) = group([f])
     assert none.tolerance() == "" and none.suppressed == 0

@@ -10,7 +10,7 @@ import pytest
 from orchestrator.backends.compute_sanitizer.log import parse
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import ConfigError
-from orchestrator.findings.suppressions import load, mark, matches, unmatched, why_unmatched
+from orchestrator.findings.suppressions import apply, load, matches, unmatched, why_unmatched
 
 P = "========="
 LOG = [
@@ -71,7 +71,7 @@ def test_matching_findings_stay_and_are_marked(xml: Path) -> None:
     records = load(xml)
     assert [r.kind for r in records] == ["Api", "Precise", "Surprise"]
     assert records[0].stack == "host" and records[0].frames[0][0] == "cudaMalloc"
-    result = mark(parse(LOG), records)
+    result = apply(parse(LOG), records)
     api, access = result.findings
     assert api.suppressed == f"{xml}#1" and access.suppressed == ""
     # nothing removed: csorch's count still equals the tool's
@@ -160,11 +160,11 @@ def test_the_tools_own_xml_of_a_run_suppresses_that_runs_findings(
     parsed = parse((H200 / f"{name}.log").read_text().splitlines(), checker=checker)
     generic = tmp_path / "generic.xml"
     generic.write_text(re.sub(r"<address>[^<]*</address>", "", (H200 / f"{name}.xml").read_text()))
-    marked = mark(parsed, load(generic))
+    marked = apply(parsed, load(generic))
     assert parsed.findings and len(marked.findings) == len(parsed.findings)
     assert all(f.suppressed for f in marked.findings), [
         f for f in marked.findings if not f.suppressed
     ]
     # and another run's records match none of them
-    other = mark(parsed, load(H200 / "oob_write.control.memcheck-destroy-kernel.xml"))
+    other = apply(parsed, load(H200 / "oob_write.control.memcheck-destroy-kernel.xml"))
     assert not any(f.suppressed for f in other.findings)

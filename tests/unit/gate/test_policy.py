@@ -120,7 +120,7 @@ def test_suppressed_findings_are_listed_not_unexpected_and_unused_suppressions_r
         ),
     )
     rows = [
-        dataclasses.replace(a, parse=suppressions.mark(a.parse, (used, idle)))
+        dataclasses.replace(a, parse=suppressions.apply(a.parse, (used, idle)))
         if a.parse is not None
         else a
         for a in _with_other(attempts(), "rebuilt")
@@ -156,7 +156,7 @@ def test_findings_a_parser_folded_count_as_the_records_they_stand_for() -> None:
         ),
     )
     marked = [
-        dataclasses.replace(a, parse=suppressions.mark(a.parse, (size4,))) if a.parse else a
+        dataclasses.replace(a, parse=suppressions.apply(a.parse, (size4,))) if a.parse else a
         for a in rows
     ]
     tolerated = gate.decide(POLICY, [judged(marked, exp)])

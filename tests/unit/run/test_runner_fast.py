@@ -1,7 +1,7 @@
 """The run pipeline's fast tier: every stage of `run_experiment` (plan, sources, a
 `command` build of `sh -c`, the local executor, the journal, the judge, the bundle) over a
 backend that reads back recorded parses of real captured ASan logs (tests/fakes.py), so
-that no compiler and no checker runs. The real builds and checkers: test_pipeline.py and
+that no compiler and no checker runs. The real builds and checkers: test_runner.py and
 tests/e2e."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator import bundle
 from orchestrator.model import BuildKind, BuildSpec, Case, CaseKind, TargetPattern, Variant, Verdict
-from orchestrator.run import pipeline
+from orchestrator.run import runner
 from orchestrator.run.events import Listener
 from orchestrator.run.options import Options
 from tests import factories, fakes
@@ -77,7 +77,7 @@ def options(tmp_path: Path, **changes) -> Options:
 def test_a_fix_that_removes_the_recorded_fault_is_causal(tmp_path: Path, monkeypatch) -> None:
     facts = fakes.install(monkeypatch, control=fakes.captured("uaf"))
     heard = Heard()
-    result = pipeline.run_experiment(experiment(tmp_path), options(tmp_path), facts, heard)
+    result = runner.run_experiment(experiment(tmp_path), options(tmp_path), facts, heard)
     assert result.judgement.verdict is Verdict.PASS, result.judgement.reasons
     assert len(result.attempts) == 8 and all(a.conclusive for a in result.attempts)
     control = [a for a in result.attempts if (a.variant, a.run) == ("control", "memcheck")]
@@ -104,7 +104,7 @@ def test_a_fix_that_removes_the_recorded_fault_is_causal(tmp_path: Path, monkeyp
 def test_a_fix_that_shows_the_fault_fails(tmp_path: Path, monkeypatch) -> None:
     uaf = fakes.captured("uaf")
     facts = fakes.install(monkeypatch, control=uaf, fixed=uaf)
-    result = pipeline.run_experiment(experiment(tmp_path), options(tmp_path), facts)
+    result = runner.run_experiment(experiment(tmp_path), options(tmp_path), facts)
     assert result.judgement.verdict is Verdict.FAIL
 
 
@@ -113,7 +113,7 @@ def test_a_variant_that_does_not_build_runs_nothing_and_is_inconclusive(
 ) -> None:
     facts = fakes.install(monkeypatch, control=fakes.captured("uaf"))
     e = experiment(tmp_path, fixed_build="echo broken >&2; exit 3")
-    result = pipeline.run_experiment(e, options(tmp_path), facts)
+    result = runner.run_experiment(e, options(tmp_path), facts)
     assert result.judgement.verdict is Verdict.INCONCLUSIVE
     (failed,) = [b for b in result.builds if not b.ok]
     assert failed.variant == "fixed"
@@ -127,10 +127,10 @@ def test_a_variant_that_does_not_build_runs_nothing_and_is_inconclusive(
 def test_a_resumed_run_keeps_every_journaled_attempt(tmp_path: Path, monkeypatch) -> None:
     facts = fakes.install(monkeypatch, control=fakes.captured("uaf"))
     e = experiment(tmp_path)
-    first = pipeline.run_experiment(e, options(tmp_path), facts)
+    first = runner.run_experiment(e, options(tmp_path), facts)
     wrapped = len(fakes.Recorded.wraps)
     heard = Heard()
-    again = pipeline.run_experiment(e, options(tmp_path, resume=True), facts, heard)
+    again = runner.run_experiment(e, options(tmp_path, resume=True), facts, heard)
     assert len(fakes.Recorded.wraps) == wrapped  # nothing ran again
     assert "resumed 8 0" in heard.calls
     assert again.judgement == first.judgement
@@ -144,6 +144,6 @@ def test_a_stop_ends_the_run_with_an_incomplete_bundle(tmp_path: Path, monkeypat
     stop = threading.Event()
     stop.set()  # as a gate's Ctrl-C: before any attempt
     with pytest.raises(KeyboardInterrupt):
-        pipeline.run_experiment(experiment(tmp_path), options(tmp_path, stop=stop), facts)
+        runner.run_experiment(experiment(tmp_path), options(tmp_path, stop=stop), facts)
     results, _ = bundle.read(tmp_path / "out")
     assert not results["complete"] and results["interrupted"]

@@ -16,7 +16,7 @@ from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import HostMismatch
 from orchestrator.model import Checker, Outcome, Verdict
 from orchestrator.model.job import Fanout
-from orchestrator.run import pipeline as workflow
+from orchestrator.run import runner as workflow
 from orchestrator.run.options import Options
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "e2e"
