@@ -17,6 +17,8 @@ from orchestrator.executors import execute
 from orchestrator.model import Attempt, Build
 from orchestrator.model.job import Job
 
+#: seconds between looks at attempts the pool may have cancelled
+POLL = 0.2
 #: puts `work(*args)` on the run's pool, holding one of its job slots: -> its future
 Submit = Callable[..., "cf.Future[Attempt]"]
 
@@ -49,7 +51,13 @@ class Local:
             placed(job, "running", "")
             return execute.execute(job, built, ctx)
 
-        futures = [self.submit(one, job) for job in jobs]
-        for future in cf.as_completed(futures):
-            if not future.cancelled():
-                done(future.result())
+        pending = {self.submit(one, job) for job in jobs}
+        while pending:
+            cf.wait(pending, timeout=POLL, return_when=cf.FIRST_COMPLETED)
+            # polled, not only waited on: an attempt the pool cancels at its shutdown (a
+            # stop, Ctrl-C) never wakes a waiter, since concurrent.futures tells waiters
+            # of a cancel only when a worker takes the item
+            for future in [f for f in pending if f.done()]:
+                pending.discard(future)
+                if not future.cancelled():
+                    done(future.result())

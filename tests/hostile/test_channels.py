@@ -186,12 +186,10 @@ def _context(tmp_path: Path, checker: Asan | None) -> tuple[execute.Context, Bui
     (tmp_path / "bundle" / "logs").mkdir(parents=True)
     ctx = execute.Context(
         experiment,
-        "asan",
         checker or Asan("/nonexistent/libasan.so"),
         sys.executable,
         tmp_path / "bundle",
         tmp_path / "cwd",
-        asan_fold=checker.fold if checker else None,
     )
     return ctx, Build("v", BuildKind.JIT, ok=True, directory=tmp_path)
 

@@ -147,3 +147,34 @@ def test_a_stop_ends_the_run_with_an_incomplete_bundle(tmp_path: Path, monkeypat
         runner.run_experiment(experiment(tmp_path), options(tmp_path, stop=stop), facts)
     results, _ = bundle.read(tmp_path / "out")
     assert not results["complete"] and results["interrupted"]
+
+
+def test_a_stop_mid_run_ends_it_with_attempts_still_queued(tmp_path: Path, monkeypatch) -> None:
+    """Attempts the pool cancels at its shutdown never wake a waiter (concurrent.futures
+    notifies them only when a worker takes the item): the executor must not wait on them."""
+    import threading
+
+    facts = fakes.install(monkeypatch, control=fakes.captured("uaf"))
+    stop = threading.Event()
+
+    class StopAtFirst(Listener):
+        def attempt_finished(self, attempt):
+            stop.set()  # as Ctrl-C in a gate, with most attempts still queued
+
+    opts = options(tmp_path, stop=stop, jobs=1)
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run_experiment(experiment(tmp_path, repeats=6), opts, facts, StopAtFirst())
+        except BaseException as exc:  # noqa: BLE001 (the test looks at what ended it)
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the run did not end after its stop"
+    assert outcome and isinstance(outcome[0], KeyboardInterrupt)
+    results, _ = bundle.read(tmp_path / "out")
+    assert not results["complete"] and len(results["attempts"]) < 24
+
