@@ -109,13 +109,10 @@ def fixture(reads: int, work: Path) -> list[dict]:
         (root / "logs").mkdir(parents=True)
         ctx = execute.Context(
             experiment=experiment,
-            backend="asan",
-            checker=backend,
+            backend=backend,
             python=sys.executable,
             root=root,
             scratch=root / "cwd",
-            asan_runtime=backend._runtime(),
-            asan_fold=backend.fold,
         )
         for run in ("memcheck", "plain"):
             before = load()

@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from orchestrator import backends, host  # noqa: E402
-from orchestrator.backends import Asan, ComputeSanitizer, choose, serves  # noqa: E402
+from orchestrator.backends import choose  # noqa: E402
 from orchestrator.cache import Cache  # noqa: E402
 from orchestrator.config.experiment import load_experiment  # noqa: E402
 from orchestrator.executors import execute  # noqa: E402
@@ -227,12 +227,7 @@ def baseline(
     """Serial uncached builds, then one checker process per test node, serially; scaled
     to a sample when --baseline-builds / --baseline-nodes say so."""
     experiment = load_experiment(args.config)
-    asan = backend == "asan"
-    checker = (
-        Asan(facts.asan_runtime or None)
-        if asan
-        else ComputeSanitizer(facts.compute_sanitizer_path or None)
-    )
+    checker = backends.make(backend, facts)
     runtime = Path(facts.asan_runtime) if facts.asan_runtime else None
     per_node = []  # every node becomes its own case: one process each
     for case in experiment.cases:
@@ -257,7 +252,7 @@ def baseline(
     build_s: list[float] = []
     node_s: dict[str, list[float]] = {}  # per run: a memcheck node costs more than a plain one
     processes = 0
-    runs = [r for r in split.runs if not serves(backend, r.checker)]
+    runs = [r for r in split.runs if not checker.serves(r.checker)]
     for variant in to_build:
         workspace = Workspace(work / "trees" / variant.name)
         t = time.monotonic()
@@ -267,16 +262,14 @@ def baseline(
             logs=work / "logs",
             python=sys.executable,
             toolchain=facts.toolchain(),
-            sanitizer="address" if asan else "",
+            sanitizer=checker.build_sanitizer,
             flags=checker.build_flags(),
             asan_runtime=runtime,
         )
         built = build.build(variant, tree, ctx)
         build_s.append(time.monotonic() - t)
         processes += len(built.steps)
-        xctx = execute.Context(
-            split, backend, checker, sys.executable, work / "bundle", work / "cwd", runtime
-        )
+        xctx = execute.Context(split, checker, sys.executable, work / "bundle", work / "cwd")
         (work / "bundle" / "logs").mkdir(parents=True, exist_ok=True)
         for run in runs:
             for repeat in range(split.repeats_for(run)):
