@@ -46,10 +46,10 @@ class Heard(Listener):
         self.calls.append(f"resumed {kept} {dropped}")
 
 
-def experiment(tmp_path: Path, *, fixed_build: str = "true", repeats: int = 2):
+def experiment(tmp_path: Path, *, fixed_build: str = "true", repeats: int = 2, prog="exit 0"):
     source = tmp_path / "src"
     source.mkdir(exist_ok=True)
-    (source / "prog.sh").write_text("exit 0\n")
+    (source / "prog.sh").write_text(prog + "\n")
 
     def variant(name: str, command: str) -> Variant:
         return Variant(name, BuildSpec(BuildKind.COMMAND, command=("sh", "-c", command)))
@@ -166,7 +166,8 @@ def test_a_stop_mid_run_ends_it_with_attempts_still_queued(tmp_path: Path, monke
 
     def run() -> None:
         try:
-            runner.run_experiment(experiment(tmp_path, repeats=6), opts, facts, StopAtFirst())
+            e = experiment(tmp_path, repeats=6, prog="sleep 0.5")  # the queue outlasts the stop
+            runner.run_experiment(e, opts, facts, StopAtFirst())
         except BaseException as exc:  # noqa: BLE001 (the test looks at what ended it)
             outcome.append(exc)
 
@@ -177,4 +178,3 @@ def test_a_stop_mid_run_ends_it_with_attempts_still_queued(tmp_path: Path, monke
     assert outcome and isinstance(outcome[0], KeyboardInterrupt)
     results, _ = bundle.read(tmp_path / "out")
     assert not results["complete"] and len(results["attempts"]) < 24
-
