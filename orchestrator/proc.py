@@ -6,6 +6,11 @@ into a log file (no pipe to drain, so a chatty or hung child cannot block csorch
 On timeout, on Ctrl-C, and after a normal exit, the whole group is killed: a test must
 not outlive its attempt and keep a GPU busy. The exit status is data in the result,
 never an exception; only a program that cannot be started at all raises.
+
+Given a `Sandbox`, `run` starts the argv inside one (`orchestrator.sandbox`: its own PID,
+mount and network namespaces, read-only but for the writable paths named); the processes
+it left alive when its main process ended are the result's `stragglers`. Every child's
+environment is built from `sandbox.ALLOWED_ENV`'s names of csorch's own, plus the delta.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import sandbox as sandboxes
 from orchestrator.errors import ProcessStartError
 from orchestrator.model.record import Record
+from orchestrator.sandbox import Sandbox
 
 DEFAULT_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 _POLL_MAX = 0.05
@@ -44,6 +51,9 @@ class ProcResult(Record):
     env_delta: tuple[tuple[str, str | None], ...]  # what was set (None: removed)
     cpu: float = 0.0  # user + system seconds of the child and the descendants it waited for
     started: float = 0.0  # time.time() just before the start: places the child's own clock marks
+    #: "pid 'comm' 'cmdline'" of each process a sandboxed launch left alive when its main
+    #: process ended (all of them are killed)
+    stragglers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,8 +69,9 @@ class Captured(Record):
 def build_env(
     delta: Mapping[str, str | None] | None, base: Mapping[str, str] | None = None
 ) -> tuple[dict[str, str], tuple[tuple[str, str | None], ...]]:
-    """The child's environment (base + delta; None removes) and the sorted delta."""
-    env = dict(os.environ if base is None else base)
+    """The child's environment (base, by default the allowed part of csorch's own
+    environment, + delta; None removes) and the sorted delta."""
+    env = sandboxes.allowed_env(os.environ) if base is None else dict(base)
     recorded: list[tuple[str, str | None]] = []
     for key, value in sorted((delta or {}).items()):
         if value is None:
@@ -147,6 +158,7 @@ def run(
     grace: float = DEFAULT_GRACE,
     append: bool = False,
     cancel: threading.Event | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ProcResult:
     """Run `argv` to completion with its output in `log_path`; kill its group on timeout.
 
@@ -154,7 +166,8 @@ def run(
     KeyboardInterrupt the group is killed and the interrupt re-raised. `cancel` is how
     another thread interrupts a run in a worker thread (Ctrl-C only reaches the main
     thread, and the children sit in their own sessions): when it is set, the group is
-    killed and KeyboardInterrupt raised in the worker.
+    killed and KeyboardInterrupt raised in the worker. `sandbox`: run inside it where
+    this host can (`sandbox.probe`), else as without one.
     """
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt
@@ -163,18 +176,29 @@ def run(
     child_env[SESSION_VAR] = SESSION
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    where = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    report = None
+    if sandbox is not None and sandboxes.probe().works:
+        report = os.pipe()  # the init's word; the command never holds it
     timed_out = False
     with open(log_path, "ab" if append else "wb") as log:
         started = time.time()
         start = time.monotonic()
-        proc = _start(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=child_env,
-            cwd=cwd,
-        )
+        try:
+            proc = _start(
+                args if report is None else sandboxes.argv(sandbox, args, where, report[1]),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=child_env,
+                cwd=cwd,
+                pass_fds=() if report is None else (report[1],),
+            )
+        except ProcessStartError:
+            _close(report)
+            raise
+        if report is not None:
+            os.close(report[1])
         try:
             if not _wait_exit(proc.pid, timeout, cancel):
                 if cancel is not None and cancel.is_set():
@@ -185,6 +209,7 @@ def run(
             _stop_group(proc.pid, min(grace, 1.0))
             _killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            _close(report)
             raise
         # the leader is exited but not yet reaped, so its pid still names this group:
         # anything it left behind goes with it
@@ -194,6 +219,13 @@ def run(
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = returncode = os.waitstatus_to_exitcode(status)
         duration = time.monotonic() - start
+    said = sandboxes.Report()
+    if report is not None:
+        said = sandboxes.read_report(_read_all(report[0]))
+        if said.exec_error or said.setup_error:
+            raise ProcessStartError(args, said.exec_error or f"sandbox: {said.setup_error}")
+        if said.status is not None:
+            returncode = os.waitstatus_to_exitcode(said.status)
     return ProcResult(
         argv=args,
         returncode=returncode,
@@ -204,7 +236,26 @@ def run(
         started=started,
         cwd=os.fspath(cwd) if cwd is not None else os.getcwd(),
         env_delta=delta,
+        stragglers=said.stragglers,
     )
+
+
+def _close(report: tuple[int, int] | None) -> None:
+    if report is not None:
+        for fd in report:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _read_all(fd: int) -> str:
+    """The init's report, once it has exited (every writer closed: EOF, no wait)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def capture(
