@@ -180,23 +180,39 @@ def run(
     report = None
     if sandbox is not None and sandboxes.probe().works:
         report = os.pipe()  # the init's word; the command never holds it
+        env_fd = sandboxes.env_file(child_env)
+        # unshare and the init run in a bare environment; the command gets child_env
+        init_env = {"PATH": child_env.get("PATH", os.defpath), SESSION_VAR: SESSION}
     timed_out = False
     with open(log_path, "ab" if append else "wb") as log:
         started = time.time()
         start = time.monotonic()
         try:
-            proc = _start(
-                args if report is None else sandboxes.argv(sandbox, args, where, report[1]),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=child_env,
-                cwd=cwd,
-                pass_fds=() if report is None else (report[1],),
-            )
+            if report is None:
+                proc = _start(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=child_env,
+                    cwd=cwd,
+                )
+            else:
+                proc = _start(
+                    sandboxes.argv(sandbox, args, where, report[1], env_fd),  # type: ignore[arg-type]
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=init_env,
+                    cwd=cwd,
+                    pass_fds=(report[1], env_fd),
+                )
         except ProcessStartError:
             _close(report)
             raise
+        finally:
+            if report is not None:
+                os.close(env_fd)
         if report is not None:
             os.close(report[1])
         try:

@@ -110,14 +110,25 @@ def _python() -> str:
     return sys.executable
 
 
-def argv(sandbox: Sandbox, command: Sequence[str], cwd: str, report_fd: int) -> list[str]:
-    """The argv that runs `command` in `sandbox`: unshare's, then the init's."""
-    return [*probe().prefix, *_init(sandbox.writable, cwd, report_fd), *command]
+def argv(
+    sandbox: Sandbox, command: Sequence[str], cwd: str, report_fd: int, env_fd: int
+) -> list[str]:
+    """The argv that runs `command` in `sandbox`: unshare's, then the init's (its spec
+    names the descriptors of its report and of the command's environment, `env_file`)."""
+    return [*probe().prefix, *_init(sandbox.writable, cwd, report_fd, env_fd), *command]
 
 
-def _init(writable: Sequence[str], cwd: str, report_fd: int) -> list[str]:
-    spec = json.dumps({"writable": list(writable), "cwd": cwd, "report": report_fd})
-    return [_python(), "-I", "-S", str(INIT), spec, "--"]
+def _init(writable: Sequence[str], cwd: str, report_fd: int, env_fd: int) -> list[str]:
+    spec = {"writable": list(writable), "cwd": cwd, "report": report_fd, "env": env_fd}
+    return [_python(), "-I", "-S", str(INIT), json.dumps(spec), "--"]
+
+
+def env_file(env: Mapping[str, str]) -> int:
+    """A descriptor (an anonymous file, read from its start) holding `env` for the init."""
+    fd = os.memfd_create("csorch-env", os.MFD_CLOEXEC)
+    os.write(fd, b"".join(os.fsencode(f"{k}={v}") + b"\0" for k, v in env.items()))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 @functools.cache
@@ -130,11 +141,13 @@ def probe() -> Support:
     prefix = (unshare, *_UNSHARE) if os.geteuid() == 0 else (unshare, *_AS_ROOT, *_UNSHARE)
     with tempfile.TemporaryDirectory(prefix="csorch-sandbox-") as scratch:
         read, write = os.pipe()
+        env = env_file({"PATH": os.environ.get("PATH", os.defpath)})
         try:
             try:
                 done = subprocess.run(
-                    [*prefix, *_init([scratch], scratch, write), "true"],
-                    pass_fds=(write,),
+                    [*prefix, *_init([scratch], scratch, write, env), "true"],
+                    pass_fds=(write, env),
+                    env={"PATH": os.environ.get("PATH", os.defpath)},
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
                     timeout=30,
@@ -147,6 +160,7 @@ def probe() -> Support:
             report = os.read(read, 4096).decode(errors="replace")
         finally:
             os.close(read)
+            os.close(env)
             if write >= 0:
                 os.close(write)
     if done.returncode != 0 or "status 0" not in report:

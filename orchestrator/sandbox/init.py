@@ -10,7 +10,11 @@ process ends, every process still alive is a straggler: it writes them to the re
 descriptor (a pipe from csorch the command never holds, so the subject cannot forge
 it), kills them all and exits; the kernel ends whatever is left with PID 1.
 
-argv: init.py SPEC_JSON -- COMMAND...; SPEC: {"writable": [...], "cwd": "...", "report": FD}.
+argv: init.py SPEC_JSON -- COMMAND...; SPEC: {"writable": [...], "cwd": "...", "report": FD,
+"env": FD}. The command's environment comes on its own descriptor (NUL-separated
+NAME=VALUE), not in the init's: unshare and the init must not run under the subject's
+LD_PRELOAD (an ASan runtime would write logs of its own), and not in argv, which any
+user of the host can read.
 The report's lines: "exec ERRNO TEXT" (the command could not be started), "status N"
 (its wait status), "straggler PID COMM CMDLINE" (one each).
 """
@@ -178,7 +182,19 @@ def _reap():
             return
 
 
-def _exec(argv, cwd, report):
+def _environment(fd):
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    pairs = (e.split(b"=", 1) for e in b"".join(chunks).split(b"\0") if b"=" in e)
+    return {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+
+
+def _exec(argv, env, cwd, report):
     """The command's process: its own session, the namespace's own cwd, no report fd."""
     os.setsid()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -188,7 +204,7 @@ def _exec(argv, cwd, report):
         deadline = time.monotonic() + 2.0
         while True:
             try:
-                os.execvp(argv[0], argv)
+                os.execvpe(argv[0], argv, env)
             except OSError as exc:
                 if exc.errno == errno.ETXTBSY and time.monotonic() < deadline:
                     time.sleep(0.01)
@@ -211,6 +227,7 @@ def main():
     spec = json.loads(sys.argv[1])
     argv = sys.argv[3:]
     report = spec["report"]
+    env = _environment(spec["env"])
     try:
         setup(spec["writable"])
         _loopback_up()
@@ -223,7 +240,7 @@ def main():
     os.set_inheritable(report, False)  # the command's exec closes it
     child = os.fork()
     if child == 0:
-        _exec(argv, spec["cwd"], report)
+        _exec(argv, env, spec["cwd"], report)
     status = None
     while status is None:
         try:
