@@ -147,6 +147,21 @@ def _stop_group(pid: int, grace: float) -> None:
         _wait_exit(pid, grace)
 
 
+def _end_sandbox(pid: int) -> None:
+    """SIGKILL the sandbox's PID 1 (unshare's child) and wait for unshare: PID 1's exit
+    waits until every process of its namespace is gone, and unshare's waits for PID 1,
+    so nothing of the launch is left when this returns (killing unshare first would not
+    wait)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(child), signal.SIGKILL)
+    _wait_exit(pid, 10.0)
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -221,8 +236,12 @@ def run(
                     raise KeyboardInterrupt
                 timed_out = True
                 _stop_group(proc.pid, grace)
+                if report is not None:
+                    _end_sandbox(proc.pid)
         except KeyboardInterrupt:
             _stop_group(proc.pid, min(grace, 1.0))
+            if report is not None:
+                _end_sandbox(proc.pid)
             _killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             _close(report)
@@ -242,6 +261,8 @@ def run(
             raise ProcessStartError(args, said.exec_error or f"sandbox: {said.setup_error}")
         if said.status is not None:
             returncode = os.waitstatus_to_exitcode(said.status)
+        elif timed_out:  # its PID 1 was killed, and with it the command
+            returncode = -signal.SIGKILL
     return ProcResult(
         argv=args,
         returncode=returncode,
