@@ -1,4 +1,5 @@
-"""Child processes: the only module in csorch that starts one.
+"""Child processes: the only module in csorch that starts one (but `sandbox.probe`, which
+starts `unshare` once to learn whether this host can sandbox).
 
 `run` starts an argv in a new session (its own process group) with an environment
 delta, a working directory and a timeout; the child's stdout and stderr go straight
@@ -213,8 +214,9 @@ def run(
                     cwd=cwd,
                 )
             else:
+                assert sandbox is not None
                 proc = _start(
-                    sandboxes.argv(sandbox, args, where, report[1], env_fd),  # type: ignore[arg-type]
+                    sandboxes.argv(sandbox, args, where, report[1], env_fd),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -42,7 +42,6 @@ import orchestrator
 from orchestrator import proc
 from orchestrator.backends import Backend, NoChecker
 from orchestrator.errors import ProcessStartError
-from orchestrator.sandbox import Sandbox
 from orchestrator.executors import attempt_log
 from orchestrator.findings import suppressions
 from orchestrator.markers import reader
@@ -62,6 +61,7 @@ from orchestrator.model import (
 )
 from orchestrator.model.job import Job
 from orchestrator.model.kinds import aggregate
+from orchestrator.sandbox import Sandbox
 
 CSORCH_ROOT = Path(orchestrator.__file__).resolve().parents[1]
 MAX_LAUNCHES = 64

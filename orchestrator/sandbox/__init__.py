@@ -60,7 +60,7 @@ ALLOWED_NAMES = frozenset(
         # threads
         "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     }
-)
+)  # fmt: skip
 #: prefixes passed through: the locale, the GPU stack, torch and OpenMP
 ALLOWED_PREFIXES = (
     "LC_", "CUDA_", "CUDNN_", "NCCL_", "NVIDIA_", "TORCH_", "PYTORCH_", "OMP_", "KMP_",

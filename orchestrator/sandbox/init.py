@@ -19,6 +19,7 @@ The report's lines: "exec ERRNO TEXT" (the command could not be started), "statu
 (its wait status), "straggler PID COMM CMDLINE" (one each).
 """
 
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -216,10 +217,8 @@ def _exec(argv, env, cwd, report):
 
 
 def _forward(signum, frame):
-    try:
+    with contextlib.suppress(ProcessLookupError):  # none left
         os.kill(-1, signum)
-    except ProcessLookupError:
-        pass
 
 
 def main():
@@ -256,10 +255,8 @@ def main():
         lines.append(f"straggler {pid} {comm!r} {cmdline!r}\n")
     if len(alive) > MAX_STRAGGLERS:
         lines.append(f"straggler 0 'more' '{len(alive) - MAX_STRAGGLERS} more'\n")
-    try:
+    with contextlib.suppress(ProcessLookupError):  # none left
         os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # none left
     while True:
         try:
             os.wait()
