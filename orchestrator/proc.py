@@ -11,7 +11,7 @@ never an exception; only a program that cannot be started at all raises.
 Given a `Sandbox`, `run` starts the argv inside one (`orchestrator.sandbox`: its own PID,
 mount and network namespaces, read-only but for the writable paths named); the processes
 it left alive when its main process ended are the result's `stragglers`. Every child's
-environment is built from `sandbox.ALLOWED_ENV`'s names of csorch's own, plus the delta.
+environment is the allowed part of csorch's own (`sandbox.allowed_env`), plus the delta.
 """
 
 from __future__ import annotations

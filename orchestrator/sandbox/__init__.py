@@ -11,9 +11,10 @@ user namespace maps csorch's user to root inside where csorch is not root.
 `probe()` answers once per process whether this host can sandbox, and why not; where it
 cannot, `proc.run` runs as before and the host fact says so (docs/threat-model.md).
 
-The environment of every child comes from `ALLOWED_ENV` (`allowed_env`): what a build
+The environment of every child comes from `ALLOWED_NAMES` and `ALLOWED_PREFIXES`
+(`allowed_env`): what a build
 and a test need, never git's (`GIT_INDEX_FILE` and friends) nor an inherited
-`LD_PRELOAD` or `PYTHONPATH`; csorch's own delta is applied on top.
+`LD_PRELOAD`; csorch's own delta is applied on top.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ ALLOWED_NAMES = frozenset(
         "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS", "NVCC_CCBIN", "CCACHE_DIR",
         # the dynamic loader's search path (CUDA libraries), not LD_PRELOAD
         "LD_LIBRARY_PATH",
-        # the project's interpreter and its installers
-        "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PIP_INDEX_URL",
+        # the project's interpreter and its installers; PYTHONPATH because the cases get
+        # the user's after the build's own (executors/execute.py), so the host probe of
+        # torch and the builds must see the same path (a module system's torch lives there)
+        "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PIP_INDEX_URL",
         "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CACHE_DIR",
         "PIP_CONSTRAINT", "UV_CACHE_DIR", "XDG_CACHE_HOME",
         # SSL trust for an installer behind a proxy
