@@ -6,9 +6,11 @@ inherited GIT_* or LD_PRELOAD, and csorch's own git leaves the user's index alon
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import uuid
 from pathlib import Path
@@ -173,6 +175,9 @@ def test_the_tree_is_read_only_but_the_scratch(tmp_path: Path) -> None:
     source.mkdir()
     (source / "main.c").write_text("int main(void) { return 0; }\n")
     home = Path.home() / f".csorch-sandbox-test-{uuid.uuid4().hex}"
+    # a user's tree outside /tmp (/tmp's host files show through a private layer)
+    outside = Path(tempfile.mkdtemp(prefix="csorch-sandbox-test-", dir="/var/tmp"))
+    (outside / "main.c").write_text("int main(void) { return 0; }\n")
     code = f"""
         import os
         def attempt(path):
@@ -186,12 +191,19 @@ def test_the_tree_is_read_only_but_the_scratch(tmp_path: Path) -> None:
         print("here:", attempt("scratch-file"))
         print("tmp:", attempt("/tmp/csorch-private-{uuid.uuid4().hex}"))
         print("source:", attempt({str(source / "main.c")!r}))
+        print("outside:", attempt({str(outside / "main.c")!r}))
     """
-    result, output = _run(tmp_path, code)
+    try:
+        result, output = _run(tmp_path, code)
+        outside_kept = (outside / "main.c").read_text()
+    finally:
+        shutil.rmtree(outside)
     home_exists = home.exists()
     if home_exists:
         home.unlink()
     assert "home: Read-only file system" in output and not home_exists
+    assert "outside: Read-only file system" in output
+    assert outside_kept == "int main(void) { return 0; }\n"
     assert "here: wrote" in output and (tmp_path / "scratch" / "scratch-file").exists()
     assert "tmp: wrote" in output  # a private /tmp
     # under /tmp the host's files show through a private layer: the write stays there
