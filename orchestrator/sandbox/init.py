@@ -11,10 +11,10 @@ descriptor (a pipe from csorch the command never holds, so the subject cannot fo
 it), kills them all and exits; the kernel ends whatever is left with PID 1.
 
 argv: init.py SPEC_JSON -- COMMAND...; SPEC: {"writable": [...], "cwd": "...", "report": FD,
-"env": FD}. The command's environment comes on its own descriptor (NUL-separated
-NAME=VALUE), not in the init's: unshare and the init must not run under the subject's
-LD_PRELOAD (an ASan runtime would write logs of its own), and not in argv, which any
-user of the host can read.
+"env": FD} (and "overlay": false, where a test asks for /tmp's fallback). The command's
+environment comes on its own descriptor (NUL-separated NAME=VALUE), not in the init's:
+unshare and the init must not run under the subject's LD_PRELOAD (an ASan runtime would
+write logs of its own), and not in argv, which any user of the host can read.
 The report's lines: "exec ERRNO TEXT" (the command could not be started), "status N"
 (its wait status), "straggler PID COMM CMDLINE" (one each).
 """
@@ -103,14 +103,17 @@ def _tmpfs(point):
     _mount("tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
 
 
-def _private_tmp():
-    """/tmp: the host's read-only, under a private writable layer (an overlay); a plain
-    private tmpfs where the kernel refuses the overlay."""
+def _private_tmp(overlay=True):
+    """/tmp: the host's read-only, under a private writable layer (an overlay); where the
+    kernel refuses the overlay (an older kernel in a user namespace), a private tmpfs
+    with each of the host's /tmp entries bound into it read-only."""
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
     os.makedirs("/dev/shm/.csorch/u")
     os.makedirs("/dev/shm/.csorch/w")
     os.chmod("/dev/shm/.csorch/u", 0o1777)
     try:
+        if not overlay:
+            raise OSError(errno.EPERM, "the overlay is not asked for")
         _mount(
             "overlay",
             "/tmp",
@@ -119,8 +122,29 @@ def _private_tmp():
             "lowerdir=/tmp,upperdir=/dev/shm/.csorch/u,workdir=/dev/shm/.csorch/w",
         )
     except OSError:
-        _tmpfs("/tmp")
+        _tmpfs_over_tmp()
     _tmpfs("/dev/shm")  # covers the overlay's layer: the subject's /dev/shm is empty
+
+
+def _tmpfs_over_tmp():
+    host = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    names = os.listdir(f"/proc/self/fd/{host}")
+    _tmpfs("/tmp")
+    for name in names:
+        source, target = f"/proc/self/fd/{host}/{name}", f"/tmp/{name}"
+        try:
+            if os.path.islink(source):
+                os.symlink(os.readlink(source), target)
+                continue
+            if os.path.isdir(source):
+                os.mkdir(target)
+            else:
+                os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+            _mount(source, target, None, MS_BIND | MS_REC)
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags_of(target))
+        except OSError:
+            continue  # gone meanwhile, or not ours to see: the subject does without it
+    os.close(host)
 
 
 def _loopback_up():
@@ -133,7 +157,7 @@ def _loopback_up():
         sock.close()
 
 
-def setup(writable):
+def setup(writable, overlay=True):
     """Every mount read-only, a private /tmp and /dev/shm, the `writable` paths bound
     back writable (through descriptors opened first: a path under /tmp is covered by
     the private one)."""
@@ -144,7 +168,7 @@ def setup(writable):
         if point == "/proc" or point.startswith("/proc/"):
             continue  # this namespace's own /proc
         _readonly(point, flags)
-    _private_tmp()
+    _private_tmp(overlay)
     for path, fd in held:
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         _mount(None, path, None, MS_REMOUNT | MS_BIND | _flags_of(path))
@@ -228,7 +252,7 @@ def main():
     report = spec["report"]
     env = _environment(spec["env"])
     try:
-        setup(spec["writable"])
+        setup(spec["writable"], spec.get("overlay", True))
         _loopback_up()
     except OSError as exc:
         os.write(report, f"setup {exc.errno} {exc}\n".encode())

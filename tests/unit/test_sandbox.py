@@ -5,6 +5,7 @@ inherited GIT_* or LD_PRELOAD, and csorch's own git leaves the user's index alon
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -306,3 +307,46 @@ def test_csorch_s_git_leaves_the_user_s_index_alone(tmp_path: Path, monkeypatch)
     finally:
         ws.close()
     assert index.read_bytes() == before
+
+
+@pytest.mark.process
+def test_where_the_kernel_refuses_the_overlay_tmp_is_private_and_the_host_s_read_only(
+    tmp_path: Path,
+) -> None:
+    """The fallback of /tmp (no overlay: an older kernel in a user namespace): a tmpfs
+    with the host's /tmp entries bound in read-only, the writable paths writable."""
+    _sandboxed()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (tmp_path / "kept").write_text("the host's\n")
+    code = f"""
+        import os
+        print("host file:", open({str(tmp_path / "kept")!r}).read().strip())
+        for path in ({str(tmp_path / "kept")!r}, "/tmp/new-{uuid.uuid4().hex}", "mine"):
+            try:
+                open(path, "a").close()
+                print(path.rsplit("/", 1)[-1][:3], "wrote")
+            except OSError as exc:
+                print(path.rsplit("/", 1)[-1][:3], os.strerror(exc.errno))
+    """
+    report, write = os.pipe()
+    env = sandbox.env_file({"PATH": os.environ["PATH"]})
+    spec = {"writable": [str(scratch)], "cwd": str(scratch), "report": write, "env": env,
+            "overlay": False}  # fmt: skip
+    argv = [*sandbox.probe().prefix, sys.executable, "-I", "-S", str(sandbox.INIT)]
+    done = subprocess.run(
+        [*argv, json.dumps(spec), "--", sys.executable, "-c", textwrap.dedent(code)],
+        pass_fds=(write, env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    os.close(write)
+    os.close(env)
+    with os.fdopen(report) as said:
+        assert "status 0" in said.read(), done.stderr
+    out = done.stdout
+    assert "host file: the host's" in out
+    assert "kep Read-only file system" in out and "new wrote" in out and "min wrote" in out
+    assert (scratch / "mine").exists() and not list(Path("/tmp").glob("new-*"))
