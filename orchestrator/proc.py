@@ -246,7 +246,8 @@ def run(
                 _end_sandbox(proc.pid)
             _killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            _close(report)
+            if report is not None:
+                os.close(report[0])  # its write end is closed already (and maybe reused)
             raise
         # the leader is exited but not yet reaped, so its pid still names this group:
         # anything it left behind goes with it
