@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -350,3 +351,25 @@ def test_where_the_kernel_refuses_the_overlay_tmp_is_private_and_the_host_s_read
     assert "host file: the host's" in out
     assert "kep Read-only file system" in out and "new wrote" in out and "min wrote" in out
     assert (scratch / "mine").exists() and not list(Path("/tmp").glob("new-*"))
+
+
+@pytest.mark.process
+def test_a_cancelled_sandboxed_run_raises_and_leaves_nothing(tmp_path: Path) -> None:
+    _sandboxed()
+    token = f"csorch-cancel-{uuid.uuid4().hex}"
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    code = f"""
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            sleep = [sys.executable, "-c", "import time; time.sleep(60)", {token!r}]
+            os.execv(sys.executable, sleep)
+        time.sleep(60)
+    """
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, code, cancel=cancel, timeout=30, grace=0.5)
+    assert _alive_with(token) == []
+    before = len(os.listdir("/proc/self/fd"))
+    _run(tmp_path, "pass")
+    assert len(os.listdir("/proc/self/fd")) == before  # no descriptor left behind
