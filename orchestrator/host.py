@@ -42,7 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import proc
+from orchestrator import proc, sandbox
 from orchestrator.errors import CheckerUnavailable, HostMismatch, ProcessStartError
 from orchestrator.model import ToolInfo
 from orchestrator.model.record import Record
@@ -111,6 +111,8 @@ class Host(Record):
     compute_sanitizer_path: str = ""
     asan_runtime: str = ""
     env: tuple[tuple[str, str], ...] = ()
+    #: how its children are sandboxed ("unshare pid+mount+net"), or "none: why not"
+    sandbox: str = ""
 
     def toolchain(self) -> dict[str, object]:
         """What the build-cache key needs to know about this machine."""
@@ -313,6 +315,7 @@ def start(python: str, checkers: Checkers | Callable[[], Checkers]) -> Facts:
         nvcc_f = pool.submit(_lines, ["nvcc", "--version"])
         cc_f = pool.submit(_first_line, [os.environ.get("CC", "cc"), "--version"])
         cxx_f = pool.submit(_first_line, [os.environ.get("CXX", "c++"), "--version"])
+        sandbox_f = pool.submit(sandbox.probe)
         # the version of the interpreter the builds and cases use (a project's venv may
         # be another Python than csorch's own)
         ask = [python, "-c", "import platform; print(platform.python_version())"]
@@ -349,6 +352,7 @@ def start(python: str, checkers: Checkers | Callable[[], Checkers]) -> Facts:
         compute_sanitizer_path=cs_path,
         asan_runtime=_tool(found[1])[1],
         env=tuple((k, os.environ[k]) for k in RECORDED_ENV if k in os.environ),
+        sandbox=sandbox_f.result().fact,
     )
     if why:
         return Facts(_with_torch(base, answer.result()), found, waited=why)

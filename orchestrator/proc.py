@@ -1,4 +1,5 @@
-"""Child processes: the only module in csorch that starts one.
+"""Child processes: the only module in csorch that starts one (but `sandbox.probe`, which
+starts `unshare` once to learn whether this host can sandbox).
 
 `run` starts an argv in a new session (its own process group) with an environment
 delta, a working directory and a timeout; the child's stdout and stderr go straight
@@ -6,6 +7,11 @@ into a log file (no pipe to drain, so a chatty or hung child cannot block csorch
 On timeout, on Ctrl-C, and after a normal exit, the whole group is killed: a test must
 not outlive its attempt and keep a GPU busy. The exit status is data in the result,
 never an exception; only a program that cannot be started at all raises.
+
+Given a `Sandbox`, `run` starts the argv inside one (`orchestrator.sandbox`: its own PID,
+mount and network namespaces, read-only but for the writable paths named); the processes
+it left alive when its main process ended are the result's `stragglers`. Every child's
+environment is the allowed part of csorch's own (`sandbox.allowed_env`), plus the delta.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import sandbox as sandboxes
 from orchestrator.errors import ProcessStartError
 from orchestrator.model.record import Record
+from orchestrator.sandbox import Sandbox
 
 DEFAULT_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 _POLL_MAX = 0.05
@@ -44,6 +52,9 @@ class ProcResult(Record):
     env_delta: tuple[tuple[str, str | None], ...]  # what was set (None: removed)
     cpu: float = 0.0  # user + system seconds of the child and the descendants it waited for
     started: float = 0.0  # time.time() just before the start: places the child's own clock marks
+    #: "pid 'comm' 'cmdline'" of each process a sandboxed launch left alive when its main
+    #: process ended (all of them are killed)
+    stragglers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,8 +70,9 @@ class Captured(Record):
 def build_env(
     delta: Mapping[str, str | None] | None, base: Mapping[str, str] | None = None
 ) -> tuple[dict[str, str], tuple[tuple[str, str | None], ...]]:
-    """The child's environment (base + delta; None removes) and the sorted delta."""
-    env = dict(os.environ if base is None else base)
+    """The child's environment (base, by default the allowed part of csorch's own
+    environment, + delta; None removes) and the sorted delta."""
+    env = sandboxes.allowed_env(os.environ) if base is None else dict(base)
     recorded: list[tuple[str, str | None]] = []
     for key, value in sorted((delta or {}).items()):
         if value is None:
@@ -136,6 +148,21 @@ def _stop_group(pid: int, grace: float) -> None:
         _wait_exit(pid, grace)
 
 
+def _end_sandbox(pid: int) -> None:
+    """SIGKILL the sandbox's PID 1 (unshare's child) and wait for unshare: PID 1's exit
+    waits until every process of its namespace is gone, and unshare's waits for PID 1,
+    so nothing of the launch is left when this returns (killing unshare first would not
+    wait)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for child in children:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(child), signal.SIGKILL)
+    _wait_exit(pid, 10.0)
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -147,6 +174,7 @@ def run(
     grace: float = DEFAULT_GRACE,
     append: bool = False,
     cancel: threading.Event | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ProcResult:
     """Run `argv` to completion with its output in `log_path`; kill its group on timeout.
 
@@ -154,7 +182,8 @@ def run(
     KeyboardInterrupt the group is killed and the interrupt re-raised. `cancel` is how
     another thread interrupts a run in a worker thread (Ctrl-C only reaches the main
     thread, and the children sit in their own sessions): when it is set, the group is
-    killed and KeyboardInterrupt raised in the worker.
+    killed and KeyboardInterrupt raised in the worker. `sandbox`: run inside it where
+    this host can (`sandbox.probe`), else as without one.
     """
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt
@@ -163,28 +192,62 @@ def run(
     child_env[SESSION_VAR] = SESSION
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    where = os.path.abspath(cwd if cwd is not None else os.getcwd())
+    report = None
+    if sandbox is not None and sandboxes.probe().works:
+        report = os.pipe()  # the init's word; the command never holds it
+        env_fd = sandboxes.env_file(child_env)
+        # unshare and the init run in a bare environment; the command gets child_env
+        init_env = {"PATH": child_env.get("PATH", os.defpath), SESSION_VAR: SESSION}
     timed_out = False
     with open(log_path, "ab" if append else "wb") as log:
         started = time.time()
         start = time.monotonic()
-        proc = _start(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=child_env,
-            cwd=cwd,
-        )
+        try:
+            if report is None:
+                proc = _start(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=child_env,
+                    cwd=cwd,
+                )
+            else:
+                assert sandbox is not None
+                proc = _start(
+                    sandboxes.argv(sandbox, args, where, report[1], env_fd),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=init_env,
+                    cwd=cwd,
+                    pass_fds=(report[1], env_fd),
+                )
+        except ProcessStartError:
+            _close(report)
+            raise
+        finally:
+            if report is not None:
+                os.close(env_fd)
+        if report is not None:
+            os.close(report[1])
         try:
             if not _wait_exit(proc.pid, timeout, cancel):
                 if cancel is not None and cancel.is_set():
                     raise KeyboardInterrupt
                 timed_out = True
                 _stop_group(proc.pid, grace)
+                if report is not None:
+                    _end_sandbox(proc.pid)
         except KeyboardInterrupt:
             _stop_group(proc.pid, min(grace, 1.0))
+            if report is not None:
+                _end_sandbox(proc.pid)
             _killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            if report is not None:
+                os.close(report[0])  # its write end is closed already (and maybe reused)
             raise
         # the leader is exited but not yet reaped, so its pid still names this group:
         # anything it left behind goes with it
@@ -194,6 +257,15 @@ def run(
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = returncode = os.waitstatus_to_exitcode(status)
         duration = time.monotonic() - start
+    said = sandboxes.Report()
+    if report is not None:
+        said = sandboxes.read_report(_read_all(report[0]))
+        if said.exec_error or said.setup_error:
+            raise ProcessStartError(args, said.exec_error or f"sandbox: {said.setup_error}")
+        if said.status is not None:
+            returncode = os.waitstatus_to_exitcode(said.status)
+        elif timed_out:  # its PID 1 was killed, and with it the command
+            returncode = -signal.SIGKILL
     return ProcResult(
         argv=args,
         returncode=returncode,
@@ -204,7 +276,26 @@ def run(
         started=started,
         cwd=os.fspath(cwd) if cwd is not None else os.getcwd(),
         env_delta=delta,
+        stragglers=said.stragglers,
     )
+
+
+def _close(report: tuple[int, int] | None) -> None:
+    if report is not None:
+        for fd in report:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _read_all(fd: int) -> str:
+    """The init's report, once it has exited (every writer closed: EOF, no wait)."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def capture(

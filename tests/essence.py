@@ -35,6 +35,8 @@ MASKS = (
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),  # addresses, pcs
     (re.compile(r"==\d+=="), "==P=="),  # ASan's pid prefix
     (re.compile(r"\.\d{3,}\b"), ".P"),  # a checker file's pid suffix
+    # ... which in the sandbox's PID namespace is a small number (the command is pid 2)
+    (re.compile(r"(\.checker(?:\.started)?)\.\d+\b"), r"\1.P"),
 )
 
 

@@ -72,6 +72,13 @@ def _probe_line(probed: host.Facts, mismatch: HostMismatch | None) -> str:
     )
 
 
+def _sandbox_line(fact: str) -> str:
+    """How builds and attempts are sandboxed here, or why they are not (a warning)."""
+    if fact.startswith("none"):
+        return f"[bold yellow]{escape(fact)}[/]: builds and attempts run unsandboxed"
+    return escape(f"{fact}: every build and attempt (read-only tree, no network)")
+
+
 @app.command("doctor")
 def doctor_command() -> None:
     """What this machine offers csorch (GPUs, driver, checkers, torch, compilers) and which
@@ -99,6 +106,7 @@ def doctor_command() -> None:
         ("c++", [escape(facts.cxx) or "not found"]),
         ("ASan runtime", _tool(asan, runtime=True)),
         ("host probe", [_probe_line(probed, mismatch)]),
+        ("sandbox", [_sandbox_line(facts.sandbox)]),
     ]
     problem: CheckerUnavailable | HostMismatch | None = mismatch
     try:

@@ -76,6 +76,14 @@ def gate_command(
             "ssh-keygen -Y sign); csorch verify --allowed-signers checks it",
         ),
     ] = None,
+    allow_unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unsandboxed",
+            help="let the gate pass on a host that cannot sandbox builds and attempts "
+            "(csorch doctor's sandbox line)",
+        ),
+    ] = False,
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
@@ -89,6 +97,7 @@ def gate_command(
         slurm=tuple(slurm) if slurm else None,
         cache=cache_dir,
         together=not serial,
+        allow_unsandboxed=allow_unsandboxed,
     )
     request = pipeline.Request(
         configs=tuple(configs or ()),

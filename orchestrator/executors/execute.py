@@ -61,6 +61,7 @@ from orchestrator.model import (
 )
 from orchestrator.model.job import Job
 from orchestrator.model.kinds import aggregate
+from orchestrator.sandbox import Sandbox
 
 CSORCH_ROOT = Path(orchestrator.__file__).resolve().parents[1]
 MAX_LAUNCHES = 64
@@ -183,8 +184,17 @@ def _launch(
         cwd=cwd,
         timeout=max(timeout, 1.0),
         cancel=ctx.cancel,
+        # writable: its cwd and the logs it and its checker write; the rest is read-only
+        sandbox=Sandbox.of(cwd, (ctx.root / rel).parent),
     )
     return result, rel
+
+
+def _outlived(result: proc.ProcResult) -> str:
+    """Why a launch that left processes alive proves nothing ("" when it left none)."""
+    if not result.stragglers:
+        return ""
+    return "processes outlived the launch's main process: " + "; ".join(result.stragglers)
 
 
 def _record(job: Job, result: proc.ProcResult, rel: Path, skipped: int, ended: str) -> Launch:
@@ -282,6 +292,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
         result, rel = _launch(
             job, k, launch_argv, launch_env, ctx.scratch, deadline - time.monotonic(), ctx
         )
+        error = error or _outlived(result)
         log = ctx.root / rel
         report = reader.read(attempt_log.lines(markers))
         gpus.append(report.gpu)
@@ -431,7 +442,7 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
         [NodeResult(case.name, outcome, detail)],
         [parsed],
         result.timed_out,
-        "",
+        _outlived(result),
         # a program may name its GPU with the plugin's line
         [reader.read(attempt_log.lines(ctx.root / rel)).gpu],
     )

@@ -271,6 +271,7 @@ def run(
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
     runs: list[runner.RunResult] = []
+    sandbox_fact = ""  # how this host sandboxed what the gate ran ("": it ran nothing)
     out = request.out
     if out is not None:
         places.check_out(
@@ -297,6 +298,7 @@ def run(
                 )
             except OSError as exc:
                 raise NotWritten(exc, out, None, True) from None
+        sandbox_fact = facts.fast.sandbox
         devices = options.resolve_devices(settings.devices, choice.backend, facts.fast)
         if devices:
             listener.devices(devices, settings.fanout)
@@ -310,7 +312,9 @@ def run(
         judged = [_judged(r) for r in runs]
         judged = stored.read_back(judged, plan.experiments, settings.repeat)
         missing, broken, ran = [], [], True
-    result = decide(plan.policy, judged, missing, broken)
+    result = unsandboxed(
+        decide(plan.policy, judged, missing, broken), sandbox_fact, settings.allow_unsandboxed
+    )
     if out is not None:
         live = [a for a in plan.policy.allow if not a.expired(today or datetime.date.today())]
         text = (render or plain)(result, judged, live)
@@ -319,3 +323,15 @@ def run(
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
     return GateRun(result, tuple(judged), plan, out, tuple(runs))
+
+
+def unsandboxed(result: GateResult, fact: str, allowed: bool) -> GateResult:
+    """A passing gate whose builds and attempts ran unsandboxed (`fact`, the host's
+    `sandbox`, says "none: why") is inconclusive, unless the user accepts it (`allowed`)."""
+    if not fact.startswith("none") or allowed or result.verdict is not Verdict.PASS:
+        return result
+    why = (
+        f"this host cannot sandbox builds and attempts ({fact}): a child could have hidden "
+        "from csorch; --allow-unsandboxed accepts that"
+    )
+    return dataclasses.replace(result, verdict=Verdict.INCONCLUSIVE, reasons=(*result.reasons, why))

@@ -53,6 +53,9 @@ class Settings(Record):
     # a gate's experiments all at once (they share one pool of `jobs` slots); False: one
     # at a time
     together: bool = True
+    # a gate on a host that cannot sandbox its builds and attempts may still pass
+    # (`gate --allow-unsandboxed`)
+    allow_unsandboxed: bool = False
 
     def over(self, saved: Settings) -> Settings:
         """These settings (given again) over `saved` ones: each one given (not left at its

@@ -17,6 +17,7 @@ LAYERS = (
     "errors",
     "files",
     "model",
+    "sandbox",
     "proc",
     "host",
     "cache",

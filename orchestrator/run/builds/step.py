@@ -13,6 +13,7 @@ from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import Cache
 from orchestrator.errors import BuildError
 from orchestrator.model import Environment, Variant
+from orchestrator.sandbox import Sandbox
 
 TAIL_LINES = 30
 DEFAULT_TIMEOUT = 3600.0
@@ -82,6 +83,7 @@ class Step:
             timeout=self.ctx.timeout,
             append=bool(self.argvs),
             cancel=self.ctx.cancel,
+            sandbox=self.sandbox(cwd),
         )
         self.argvs.append(result.argv)
         self.cpu += result.cpu
@@ -93,6 +95,11 @@ class Step:
                 self.log,
                 tail(self.log),
             )
+
+    def sandbox(self, cwd: Path) -> Sandbox:
+        """A step writes only its cwd (csorch's copy of the source tree, or the build's
+        output) and the build's output directory (its log's; the cache entry to be)."""
+        return Sandbox.of(cwd, self.log.parent)
 
     def fail(self, problem: str) -> BuildError:
         """A build that cannot go on; it cites its log only where a step wrote one."""

@@ -594,7 +594,8 @@ def test_the_project_s_environment_runs_the_cases(tmp_path: Path, built: Build) 
     and under cases_from: variant the case's path is in the variant's tree."""
     wrapper = tmp_path / "venv" / "bin" / "python"
     wrapper.parent.mkdir(parents=True)
-    wrapper.write_text(f'#!/bin/sh\necho "$0" > {tmp_path}/ran-by\nexec {sys.executable} "$@"\n')
+    # it says who ran it in the launch's log: the sandbox lets it write nowhere else
+    wrapper.write_text(f'#!/bin/sh\necho "ran-by $0"\nexec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
     deps = tmp_path / "entry" / "deps"
     (deps / "reqmod").mkdir(parents=True)
@@ -612,7 +613,7 @@ def test_the_project_s_environment_runs_the_cases(tmp_path: Path, built: Build) 
     assert outcomes(a) == {"test_ref": Outcome.PASSED}, a.error
     assert [n.nodeid for n in a.nodes] == ["test/test_ref.py::test_ref"]  # as in every variant
     assert a.argv[0] == str(wrapper) and a.argv[3] == str(tree / "test" / "test_ref.py")
-    assert (tmp_path / "ran-by").read_text().strip() == str(wrapper)
+    assert f"ran-by {wrapper}\n" in (tmp_path / "bundle" / a.log).read_text()
     path = dict(a.env)["PYTHONPATH"].split(":")
     assert path[:2] == [str(built.import_path), str(deps)]
 
@@ -624,7 +625,7 @@ def test_a_plain_run_skips_the_teardown_nobody_reads_and_keeps_its_status(
     atexit work is not waited for) and still says how the session went; a test that
     clears the flag from the environment changes nothing. Under a checker the teardown
     runs: ASan's leak check and compute-sanitizer's summary come from it."""
-    marker = tmp_path / "teardown-ran"
+    marker = tmp_path / "cwd" / "teardown-ran"  # the child's scratch: all it may write
     (suite.parent / "test_exit.py").write_text(
         "import atexit, os, pathlib\n"
         f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('ran'))\n"
@@ -659,20 +660,23 @@ def test_a_plain_run_skips_the_teardown_nobody_reads_and_keeps_its_status(
     assert direct.returncode == 1 and marker.read_text() == "ran"
 
 
+def _said(log: str) -> str:
+    return next(line[5:] for line in log.splitlines() if line.startswith("seen="))
+
+
 def test_a_child_gets_its_share_of_the_threads_unless_the_run_or_the_user_names_them(
     tmp_path: Path, suite: Path, built: Build, monkeypatch
 ) -> None:
     """ctx.threads reaches a pytest child and a command child as OMP_NUM_THREADS; a run's
     env that names it, or csorch's own environment, is kept instead; 0 sets nothing."""
-    seen = tmp_path / "seen"
+    # each child says what it saw in its log: the sandbox lets it write nowhere else
     (suite.parent / "test_threads.py").write_text(
-        "import os, pathlib\n"
+        "import os\n"
         "def test_threads():\n"
-        f"    pathlib.Path({str(seen)!r}).write_text(os.environ.get('OMP_NUM_THREADS', '-'))\n"
+        "    print('seen=' + os.environ.get('OMP_NUM_THREADS', '-'))\n"
     )
     (built.workdir / "threads.py").write_text(
-        "import os, pathlib\n"
-        f"pathlib.Path({str(seen)!r} + '.cmd').write_text(os.environ.get('OMP_NUM_THREADS', '-'))\n"
+        "import os\nprint('seen=' + os.environ.get('OMP_NUM_THREADS', '-'))\n"
     )
     cases = (
         Case("threads", CaseKind.PYTEST, (str(suite.parent / "test_threads.py"),)),
@@ -684,7 +688,8 @@ def test_a_child_gets_its_share_of_the_threads_unless_the_run_or_the_user_names_
         a = execute.execute(Job("v", "plain", "threads", k), built, ctx)
         b = execute.execute(Job("v", "plain", "cmd", k), built, ctx)
         assert a.conclusive and b.conclusive, (a.error, b.error)
-        return seen.read_text(), Path(str(seen) + ".cmd").read_text(), a
+        said = [_said((tmp_path / "bundle" / x.log).read_text()) for x in (a, b)]
+        return said[0], said[1], a
 
     ctx = dataclasses.replace(_with(context(tmp_path, suite), cases=cases), threads=3)
     pytest_child, command_child, a = seen_by(ctx, 0)

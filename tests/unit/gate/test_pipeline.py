@@ -51,6 +51,19 @@ def test_stored_bundles_judged_again(cprog_bundles: dict[str, Path]) -> None:
     assert any("'c-oob-nofix', which this gate does not hold" in r for r in other.result.reasons)
 
 
+def test_a_gate_is_not_green_unsandboxed_unless_the_user_accepts_it(
+    cprog_bundles: dict[str, Path],
+) -> None:
+    passed = judge_again(cprog_bundles["pass"]).result
+    none = "none: util-linux unshare is not on PATH"
+    shaky = pipeline.unsandboxed(passed, none, allowed=False)
+    assert shaky.verdict is Verdict.INCONCLUSIVE
+    assert any("cannot sandbox" in r and "--allow-unsandboxed" in r for r in shaky.reasons)
+    assert pipeline.unsandboxed(passed, none, allowed=True) == passed
+    assert pipeline.unsandboxed(passed, "unshare pid+mount+net", allowed=False) == passed
+    assert pipeline.unsandboxed(passed, "", allowed=False) == passed  # --from: nothing ran
+
+
 def test_damaged_stored_bundles_are_inconclusive(
     cprog_bundles: dict[str, Path], tmp_path: Path
 ) -> None:
