@@ -10,8 +10,9 @@ never an exception; only a program that cannot be started at all raises.
 
 Given a `Sandbox`, `run` starts the argv inside one (`orchestrator.sandbox`: its own PID,
 mount and network namespaces, read-only but for the writable paths named); the processes
-it left alive when its main process ended are the result's `stragglers`. Every child's
-environment is the allowed part of csorch's own (`sandbox.allowed_env`), plus the delta.
+it left alive when its main process ended are the result's `stragglers`. With the
+sandbox on (`CSORCH_SANDBOX=1`), every child's environment is the allowed part of
+csorch's own (`sandbox.allowed_env`), plus the delta.
 """
 
 from __future__ import annotations
@@ -72,7 +73,10 @@ def build_env(
 ) -> tuple[dict[str, str], tuple[tuple[str, str | None], ...]]:
     """The child's environment (base, by default the allowed part of csorch's own
     environment, + delta; None removes) and the sorted delta."""
-    env = sandboxes.allowed_env(os.environ) if base is None else dict(base)
+    if base is not None:
+        env = dict(base)
+    else:  # sandboxed, only what a build and a test need; else as before, all of it
+        env = sandboxes.allowed_env(os.environ) if sandboxes.enabled() else dict(os.environ)
     recorded: list[tuple[str, str | None]] = []
     for key, value in sorted((delta or {}).items()):
         if value is None:
@@ -194,7 +198,7 @@ def run(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     where = os.path.abspath(cwd if cwd is not None else os.getcwd())
     report = None
-    if sandbox is not None and sandboxes.probe().works:
+    if sandbox is not None and sandboxes.enabled() and sandboxes.probe().works:
         report = os.pipe()  # the init's word; the command never holds it
         env_fd = sandboxes.env_file(child_env)
         # unshare and the init run in a bare environment; the command gets child_env

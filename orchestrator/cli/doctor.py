@@ -76,6 +76,8 @@ def _sandbox_line(fact: str) -> str:
     """How builds and attempts are sandboxed here, or why they are not (a warning)."""
     if fact.startswith("none"):
         return f"[bold yellow]{escape(fact)}[/]: builds and attempts run unsandboxed"
+    if fact.startswith("off"):
+        return escape(f"{fact}; without it builds and attempts run unsandboxed")
     return escape(f"{fact}: every build and attempt (read-only tree, no network)")
 
 

@@ -11,6 +11,11 @@ user namespace maps csorch's user to root inside where csorch is not root.
 `probe()` answers once per process whether this host can sandbox, and why not; where it
 cannot, `proc.run` runs as before and the host fact says so (docs/threat-model.md).
 
+While the sandbox is being proven on every host csorch runs on (the real-Slurm cluster,
+a full disk's tmpfs, the GPU host's `make validate`), it is opted into with
+`CSORCH_SANDBOX=1` (`ENV`): without it, `probe()` answers "off", every child runs as
+before with csorch's whole environment, and nothing here changes a run.
+
 The environment of every child comes from `ALLOWED_NAMES` and `ALLOWED_PREFIXES`
 (`allowed_env`): what a build
 and a test need, never git's (`GIT_INDEX_FILE` and friends) nor an inherited
@@ -38,6 +43,14 @@ INIT = Path(__file__).with_name("init.py")
 _UNSHARE = ("--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--net")
 _AS_ROOT = ("--user", "--map-root-user")  # where csorch is not root
 DESCRIPTION = "unshare pid+mount+net"
+#: `CSORCH_SANDBOX=1` turns the sandbox (and the environment's allowlist) on
+ENV = "CSORCH_SANDBOX"
+
+
+def enabled() -> bool:
+    """Whether the user opted into the sandbox (`CSORCH_SANDBOX=1`)."""
+    return os.environ.get(ENV) == "1"
+
 
 #: exact names passed through from csorch's environment to every child
 ALLOWED_NAMES = frozenset(
@@ -138,6 +151,8 @@ def env_file(env: Mapping[str, str]) -> int:
 def probe() -> Support:
     """Whether `unshare` can make the namespaces here, tried once with the init itself
     (a read-only tree, a private /tmp, the loopback) on `true`."""
+    if not enabled():
+        return Support((), f"off: {ENV}=1 sandboxes builds and attempts")
     unshare = shutil.which("unshare")
     if unshare is None:
         return Support((), "none: util-linux unshare is not on PATH")

@@ -26,6 +26,24 @@ from orchestrator.run import sources
 from orchestrator.sandbox import Sandbox
 
 
+@pytest.fixture(autouse=True)
+def sandbox_on(monkeypatch: pytest.MonkeyPatch):
+    """The sandbox opted into (`CSORCH_SANDBOX=1`), its probe asked afresh."""
+    monkeypatch.setenv(sandbox.ENV, "1")
+    sandbox.probe.cache_clear()
+    yield
+    sandbox.probe.cache_clear()
+
+
+def test_without_the_opt_in_nothing_is_sandboxed_nor_filtered(monkeypatch) -> None:
+    monkeypatch.delenv(sandbox.ENV)
+    sandbox.probe.cache_clear()
+    assert sandbox.probe().fact.startswith("off") and not sandbox.probe().works
+    monkeypatch.setenv("GIT_INDEX_FILE", "/elsewhere/index")
+    env, _ = proc.build_env({})
+    assert env["GIT_INDEX_FILE"] == "/elsewhere/index"  # as before the sandbox
+
+
 def test_a_sandbox_names_its_writable_paths_once_and_absolute(tmp_path: Path) -> None:
     rel = os.path.relpath(tmp_path)
     box = Sandbox.of(tmp_path, rel, None, tmp_path / "logs")
