@@ -10,9 +10,11 @@ never an exception; only a program that cannot be started at all raises.
 
 Given a `Sandbox`, `run` starts the argv inside one (`orchestrator.sandbox`: its own PID,
 mount and network namespaces, read-only but for the writable paths named); the processes
-it left alive when its main process ended are the result's `stragglers`. With the
-sandbox on (`CSORCH_SANDBOX=1`), every child's environment is the allowed part of
-csorch's own (`sandbox.allowed_env`), plus the delta.
+it left alive when its main process ended are the result's `stragglers`, and its
+environment is the allowed part of csorch's own (`sandbox.allowed_env`), plus the delta.
+csorch's own tools (`capture`: git, sbatch, ssh-keygen, the host's probes) run with
+csorch's whole environment (a cluster's `SLURM_CONF` or an agent's `SSH_AUTH_SOCK` is
+theirs to see, and they run no subject code) but `GIT_LOCATION`.
 """
 
 from __future__ import annotations
@@ -68,15 +70,32 @@ class Captured(Record):
     output: str
 
 
+#: what git sets for a hook (a csorch started from one inherits them): they point any git
+#: at the user's repository, index or objects; csorch's own git works on its own copies
+GIT_LOCATION = frozenset(
+    {
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+        "GIT_QUARANTINE_PATH", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CEILING_DIRECTORIES",
+    }
+)  # fmt: skip
+
+
 def build_env(
-    delta: Mapping[str, str | None] | None, base: Mapping[str, str] | None = None
+    delta: Mapping[str, str | None] | None,
+    base: Mapping[str, str] | None = None,
+    *,
+    sandboxed: bool = True,
 ) -> tuple[dict[str, str], tuple[tuple[str, str | None], ...]]:
-    """The child's environment (base, by default the allowed part of csorch's own
-    environment, + delta; None removes) and the sorted delta."""
+    """The child's environment (base, by default csorch's own environment: for a
+    `sandboxed` launch, with the sandbox on, only its allowed part; + delta; None
+    removes) and the sorted delta."""
     if base is not None:
         env = dict(base)
-    else:  # sandboxed, only what a build and a test need; else as before, all of it
-        env = sandboxes.allowed_env(os.environ) if sandboxes.enabled() else dict(os.environ)
+    elif sandboxed and sandboxes.enabled():  # only what a build and a test need
+        env = sandboxes.allowed_env(os.environ)
+    else:  # csorch's own tools: all of it, but where git would find a repository
+        env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION}
     recorded: list[tuple[str, str | None]] = []
     for key, value in sorted((delta or {}).items()):
         if value is None:
@@ -192,7 +211,7 @@ def run(
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt
     args = tuple(os.fspath(a) for a in argv)
-    child_env, delta = build_env(env, base_env)
+    child_env, delta = build_env(env, base_env, sandboxed=sandbox is not None)
     child_env[SESSION_VAR] = SESSION
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -311,7 +330,7 @@ def capture(
 ) -> Captured:
     """Run a short probe and return its combined output as text."""
     args = tuple(os.fspath(a) for a in argv)
-    child_env, _ = build_env(env)
+    child_env, _ = build_env(env, sandboxed=False)
     proc = _start(
         args,
         stdin=subprocess.DEVNULL,

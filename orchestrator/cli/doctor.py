@@ -77,7 +77,7 @@ def _sandbox_line(fact: str) -> str:
     if fact.startswith("none"):
         return f"[bold yellow]{escape(fact)}[/]: builds and attempts run unsandboxed"
     if fact.startswith("off"):
-        return escape(f"{fact}; without it builds and attempts run unsandboxed")
+        return f"[bold yellow]{escape(fact)}[/]: builds and attempts run unsandboxed"
     return escape(f"{fact}: every build and attempt (read-only tree, no network)")
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from orchestrator import backends
+from orchestrator import backends, sandbox
 from orchestrator.cli.common import err, out
 from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.model.job import Fanout, Job
-from orchestrator.report import table
+from orchestrator.report import provenance, table
 from orchestrator.run import runner
 from orchestrator.run.events import Listener
 
@@ -107,4 +108,7 @@ def table_of(result: runner.RunResult, backend: str, seconds: float | None = Non
         )
     )
     took = f" ({seconds:.0f} s)" if seconds is not None else ""
+    fact = sandbox.probe().fact
+    if provenance.unsandboxed(fact):
+        out.print(f"[bold yellow]sandbox: {escape(fact)}[/]: builds and attempts ran unsandboxed")
     out.print(f"bundle: {result.bundle}{took}", highlight=False)

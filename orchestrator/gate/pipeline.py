@@ -327,8 +327,9 @@ def run(
 
 def unsandboxed(result: GateResult, fact: str, allowed: bool) -> GateResult:
     """A passing gate whose builds and attempts ran unsandboxed (`fact`, the host's
-    `sandbox`, says "none: why") is inconclusive, unless the user accepts it (`allowed`)."""
-    if not fact.startswith("none") or allowed or result.verdict is not Verdict.PASS:
+    `sandbox`, says "none: why", or "off" where the user turned it off) is inconclusive,
+    unless the user accepts it (`allowed`)."""
+    if not fact.startswith(("none", "off")) or allowed or result.verdict is not Verdict.PASS:
         return result
     why = (
         f"this host cannot sandbox builds and attempts ({fact}): a child could have hidden "

@@ -18,7 +18,7 @@ from typing import Any
 from orchestrator import bundle, judge
 from orchestrator.judge import signature_view
 from orchestrator.model import Attempt, Experiment, Outcome
-from orchestrator.report import rows
+from orchestrator.report import provenance, rows
 
 #: nothing from the network, no script: the browser refuses anything but inline style
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -182,6 +182,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
         ("csorch", results.get("csorch", "")),
         ("started", results.get("started", "")),
         ("complete", "yes" if results.get("complete") else "no (interrupted or still running)"),
+        ("sandbox", provenance.sandboxing(host)),
         *[(k, host[k]) for k in ("torch", "driver", "compute_sanitizer") if host.get(k)],
         *[("gpu", g) for g in host.get("gpus", [])],
     ]

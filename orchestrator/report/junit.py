@@ -136,7 +136,8 @@ def _suite_properties(results: Mapping[str, Any], manifest: Mapping[str, Any], j
         ("csorch.version", results.get("csorch", "")),
         *[("csorch.not_run", n) for n in results.get("not_run", [])],
     ]
-    for key in ("torch", "torch_cuda", "driver", "compute_sanitizer", "cc", "cxx", "nvcc"):
+    keys = ("sandbox", "torch", "torch_cuda", "driver", "compute_sanitizer", "cc", "cxx", "nvcc")
+    for key in keys:
         if host.get(key):
             pairs.append((f"host.{key}", host[key]))
     pairs += [("host.gpu", g) for g in host.get("gpus", [])]

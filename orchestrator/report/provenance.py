@@ -53,6 +53,22 @@ def _executor(results: Mapping[str, Any]) -> str:
     )
 
 
+def unsandboxed(fact: str) -> bool:
+    """Whether a host's `sandbox` fact says its builds and attempts ran unsandboxed
+    ("none: why", or "off": the user turned it off)."""
+    return fact.startswith(("none", "off"))
+
+
+def sandboxing(host: Mapping[str, Any]) -> str:
+    """The host's sandbox fact, said as a warning where builds and attempts ran without."""
+    fact = str(host.get("sandbox") or "")
+    if not fact:
+        return "not recorded (a bundle from before the sandbox)"
+    if unsandboxed(fact):
+        return f"{fact}: builds and attempts ran UNSANDBOXED (a child could hide from csorch)"
+    return f"{fact}: every build and attempt (read-only tree, no network, every process counted)"
+
+
 def setup(
     results: Mapping[str, Any],
     manifest: Mapping[str, Any],
@@ -91,6 +107,7 @@ def setup(
             f"{value(results.get('csorch'))}, "
             f"{value(results.get('started'))} to {value(results.get('finished'))}",
         ],
+        ["sandbox", esc(sandboxing(host))],
         ["python", value(host.get("python"))],
         ["platform", value(host.get("platform"))],
         ["torch", torch],

@@ -11,10 +11,10 @@ user namespace maps csorch's user to root inside where csorch is not root.
 `probe()` answers once per process whether this host can sandbox, and why not; where it
 cannot, `proc.run` runs as before and the host fact says so (docs/threat-model.md).
 
-While the sandbox is being proven on every host csorch runs on (the real-Slurm cluster,
-a full disk's tmpfs, the GPU host's `make validate`), it is opted into with
-`CSORCH_SANDBOX=1` (`ENV`): without it, `probe()` answers "off", every child runs as
-before with csorch's whole environment, and nothing here changes a run.
+It is on by default. `CSORCH_SANDBOX=0` (`ENV`) turns it off: then `probe()` answers
+"off", every child runs with csorch's whole environment, and the host is unsandboxed as
+one that cannot sandbox (doctor and every report say so; the gate asks for
+`--allow-unsandboxed`).
 
 The environment of every child comes from `ALLOWED_NAMES` and `ALLOWED_PREFIXES`
 (`allowed_env`): what a build
@@ -43,13 +43,13 @@ INIT = Path(__file__).with_name("init.py")
 _UNSHARE = ("--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--net")
 _AS_ROOT = ("--user", "--map-root-user")  # where csorch is not root
 DESCRIPTION = "unshare pid+mount+net"
-#: `CSORCH_SANDBOX=1` turns the sandbox (and the environment's allowlist) on
+#: `CSORCH_SANDBOX=0` turns the sandbox (and the environment's allowlist) off
 ENV = "CSORCH_SANDBOX"
 
 
 def enabled() -> bool:
-    """Whether the user opted into the sandbox (`CSORCH_SANDBOX=1`)."""
-    return os.environ.get(ENV) == "1"
+    """Whether the sandbox is on: unless the user turned it off (`CSORCH_SANDBOX=0`)."""
+    return os.environ.get(ENV, "1") != "0"
 
 
 #: exact names passed through from csorch's environment to every child
@@ -152,7 +152,7 @@ def probe() -> Support:
     """Whether `unshare` can make the namespaces here, tried once with the init itself
     (a read-only tree, a private /tmp, the loopback) on `true`."""
     if not enabled():
-        return Support((), f"off: {ENV}=1 sandboxes builds and attempts")
+        return Support((), f"off: {ENV}=0 is set (unset it to sandbox builds and attempts)")
     unshare = shutil.which("unshare")
     if unshare is None:
         return Support((), "none: util-linux unshare is not on PATH")

@@ -111,6 +111,7 @@ def _private_tmp(overlay=True):
     os.makedirs("/dev/shm/.csorch/u")
     os.makedirs("/dev/shm/.csorch/w")
     os.chmod("/dev/shm/.csorch/u", 0o1777)
+    below = _mounts_below("/tmp")
     try:
         if not overlay:
             raise OSError(errno.EPERM, "the overlay is not asked for")
@@ -123,7 +124,39 @@ def _private_tmp(overlay=True):
         )
     except OSError:
         _tmpfs_over_tmp()
+    else:
+        _rebind(below)
+    for _, fd in below:
+        os.close(fd)
     _tmpfs("/dev/shm")  # covers the overlay's layer: the subject's /dev/shm is empty
+
+
+def _mounts_below(top):
+    """(point, O_PATH descriptor) of each outermost mount strictly below `top`: an overlay
+    of `top` shows only its own filesystem, so they are bound back into it."""
+    points = [p for p, _ in _mounts() if p.startswith(top.rstrip("/") + "/")]
+    outer = [p for p in points if not any(p.startswith(q + "/") for q in points if q != p)]
+    held = []
+    for point in dict.fromkeys(outer):
+        with contextlib.suppress(OSError):  # gone meanwhile, or hidden: not ours to see
+            held.append((point, os.open(point, os.O_PATH | os.O_CLOEXEC)))
+    return held
+
+
+def _rebind(held):
+    """Bind each held mount back at its point in the overlay, read-only (as every mount
+    is by now), its mount point made in the overlay's private layer."""
+    for point, fd in held:
+        try:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(point, exist_ok=True)
+            elif not os.path.exists(point):
+                os.makedirs(os.path.dirname(point), exist_ok=True)
+                os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o600))
+            _mount(f"/proc/self/fd/{fd}", point, None, MS_BIND | MS_REC)
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags_of(point))
+        except OSError:
+            continue  # the subject does without it; a writable path there fails by name
 
 
 def _tmpfs_over_tmp():

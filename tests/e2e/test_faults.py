@@ -37,6 +37,7 @@ from orchestrator.host import Facts
 from orchestrator.model import Verdict
 from orchestrator.run import journal, runner
 from orchestrator.run.options import Options
+from tests import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "e2e"
@@ -383,13 +384,15 @@ FAULTS = {
     # ASan lives in the process it watches: the checker dies with it, mid-run
     "checker-crashes": '[sh, -c, "./pick; kill -KILL $$"]',
     "checker-hangs": '[sh, -c, "./pick; exec sleep 60"]',
-    "child-killed": '[sh, -c, "echo $$ > PIDFILE; ./pick; exec sleep 60"]',
+    # found by its argv (a sandboxed case writes no pid file outside its scratch)
+    "child-killed": '[sh, -c, "./pick; exec sleep SECONDS"]',
 }
 
 
 WHY = {
     "truncated-log": "left no exit record",
     "empty-log": "left no log",
+    "child-killed": "killed by signal 9",
 }
 
 
@@ -402,8 +405,8 @@ def facts() -> Facts:
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str) -> None:
-    pidfile = tmp_path / "pid"
-    command = FAULTS[fault].replace("PIDFILE", str(pidfile))
+    seconds = procs.token()
+    command = FAULTS[fault].replace("SECONDS", seconds)
     config = tmp_path / "faulty.yaml"
     config.write_text(
         FAULTY.format(source=FIXTURES / "cprog", patch=FIXTURES / "fix-oob.patch", command=command)
@@ -413,8 +416,8 @@ def test_a_faulty_child_is_inconclusive(tmp_path: Path, facts: Facts, fault: str
 
         def kill_when_started() -> None:
             for _ in range(1200):
-                if pidfile.exists() and pidfile.read_text().strip():
-                    os.kill(int(pidfile.read_text()), signal.SIGKILL)
+                for pid in procs.with_argv("sleep", seconds):
+                    os.kill(pid, signal.SIGKILL)
                     return
                 time.sleep(0.05)
 
@@ -585,13 +588,12 @@ def test_a_non_executable_compute_sanitizer_is_a_clear_usage_error(tmp_path: Pat
 
 
 def test_children_of_a_killed_csorch_are_stopped_on_resume(tmp_path: Path) -> None:
-    """A SIGKILL of csorch orphans its case process (each sits in its own session); the
-    resume finds it by the session tag in its environment and stops it before running."""
-    pidfile, mark = tmp_path / "pid", tmp_path / "mark"
-    sleeper = (
-        f'[sh, -c, "echo $$ > {pidfile}; [ -e {mark} ] && exec ./pick; '
-        f'touch {mark}; exec sleep 120"]'
-    )
+    """A SIGKILL of csorch orphans its case process (each sits in its own session and
+    sandbox); the resume finds it by the session tag in its environment and stops it
+    before running. The case is found by its argv (a sandboxed case writes no pid file
+    outside its scratch); the mark that makes the resumed case pass is the test's."""
+    seconds, mark = procs.token(), tmp_path / "mark"
+    sleeper = f'[sh, -c, "[ -e {mark} ] && exec ./pick; exec sleep {seconds}"]'
     config = tmp_path / "orphan.yaml"
     config.write_text(
         FAULTY.format(source=FIXTURES / "cprog", patch=FIXTURES / "fix-oob.patch",
@@ -600,17 +602,12 @@ def test_children_of_a_killed_csorch_are_stopped_on_resume(tmp_path: Path) -> No
     out = tmp_path / "out"
     proc = start("run", str(config), "--backend", "asan", "--out", str(out), "--jobs", "1",
                  "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert proc.poll() is None, proc.communicate()[0]
-        time.sleep(0.05)
-    orphan = int(pidfile.read_text())
+    orphan = procs.wait_for("sleep", seconds, alive=lambda: proc.poll() is None)
     proc.kill()
     proc.communicate(timeout=60)
     os.kill(orphan, 0)  # still running: nobody stopped it
+    mark.touch()
     done = csorch("run", "--resume", str(out), cwd=tmp_path)
     no_traceback(done)
     assert done.returncode == 0, done.stdout + done.stderr
-    with pytest.raises(ProcessLookupError):
-        for _ in range(100):
-            os.kill(orphan, 0)
-            time.sleep(0.05)
+    assert procs.gone(orphan)

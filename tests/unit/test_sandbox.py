@@ -28,20 +28,32 @@ from orchestrator.sandbox import Sandbox
 
 @pytest.fixture(autouse=True)
 def sandbox_on(monkeypatch: pytest.MonkeyPatch):
-    """The sandbox opted into (`CSORCH_SANDBOX=1`), its probe asked afresh."""
-    monkeypatch.setenv(sandbox.ENV, "1")
+    """The sandbox on (as by default, whatever the caller's environment), its probe
+    asked afresh."""
+    monkeypatch.delenv(sandbox.ENV, raising=False)
     sandbox.probe.cache_clear()
     yield
     sandbox.probe.cache_clear()
 
 
-def test_without_the_opt_in_nothing_is_sandboxed_nor_filtered(monkeypatch) -> None:
-    monkeypatch.delenv(sandbox.ENV)
+def test_turned_off_nothing_is_sandboxed_nor_filtered(monkeypatch) -> None:
+    monkeypatch.setenv(sandbox.ENV, "0")
     sandbox.probe.cache_clear()
     assert sandbox.probe().fact.startswith("off") and not sandbox.probe().works
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/run/agent")
     monkeypatch.setenv("GIT_INDEX_FILE", "/elsewhere/index")
     env, _ = proc.build_env({})
-    assert env["GIT_INDEX_FILE"] == "/elsewhere/index"  # as before the sandbox
+    assert env["SSH_AUTH_SOCK"] == "/run/agent"  # as before the sandbox
+    assert "GIT_INDEX_FILE" not in env  # never: it points git at the user's index
+
+
+def test_csorch_s_own_tools_get_its_environment_but_git_s_locations(monkeypatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", "/etc/cluster/slurm.conf")
+    for name in ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE"):
+        monkeypatch.setenv(name, "/elsewhere")
+    env, _ = proc.build_env({}, sandboxed=False)
+    assert env["SLURM_CONF"] == "/etc/cluster/slurm.conf"  # sbatch finds its cluster
+    assert not {"GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE"} & env.keys()
 
 
 def test_a_sandbox_names_its_writable_paths_once_and_absolute(tmp_path: Path) -> None:
@@ -229,6 +241,45 @@ def test_the_tree_is_read_only_but_the_scratch(tmp_path: Path) -> None:
     # under /tmp the host's files show through a private layer: the write stays there
     assert (source / "main.c").read_text() == "int main(void) { return 0; }\n"
     assert not list(Path("/tmp").glob("csorch-private-*"))
+
+
+@pytest.mark.process
+def test_a_mount_under_tmp_shows_through_and_its_scratch_is_writable(tmp_path: Path) -> None:
+    """/tmp's private layer shows only /tmp's own filesystem: a disk mounted below it (a
+    small tmpfs here, a scratch volume on a cluster) is bound back, read-only but where a
+    launch may write."""
+    _sandboxed()
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
+                          capture_output=True, check=False)  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip(f"this machine refuses a tmpfs mount: {made.stderr.decode().strip()}")
+    try:
+        (disk / "kept").write_text("on the disk\n")
+        (disk / "scratch").mkdir()
+        log = disk / "logs" / "out.log"
+        code = f"""
+            import os
+            print("kept:", open({str(disk / "kept")!r}).read().strip())
+            for path in ({str(disk / "kept")!r}, "mine"):
+                try:
+                    open(path, "a").close()
+                    print(os.path.basename(path), "wrote")
+                except OSError as exc:
+                    print(os.path.basename(path), os.strerror(exc.errno))
+        """
+        scratch = disk / "scratch"
+        result = proc.run([sys.executable, "-c", textwrap.dedent(code)], log_path=log,
+                          cwd=scratch, sandbox=Sandbox.of(scratch, log.parent))  # fmt: skip
+        output = log.read_text()
+        assert result.returncode == 0, output
+        assert "kept: on the disk" in output and "kept Read-only file system" in output
+        assert "mine wrote" in output and (disk / "scratch" / "mine").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 @pytest.mark.process

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ from orchestrator.model import (
     SourceSpec,
     Variant,
 )
+from tests import procs
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -105,7 +105,7 @@ variants:
 runs:
   - {name: plain, checker: none}
 cases:
-  - {name: nap, command: [sh, -c, "echo $$ > PIDFILE; exec sleep 60"]}
+  - {name: nap, command: [sleep, "SECONDS"]}
 """
 
 
@@ -114,8 +114,8 @@ cases:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_leaves_a_valid_bundle_marked_incomplete(tmp_path: Path, sig: int) -> None:
     (tmp_path / "src").mkdir()
-    pidfile = tmp_path / "nap.pid"
-    (tmp_path / "exp.yaml").write_text(CONFIG.replace("PIDFILE", str(pidfile)))
+    seconds = procs.token()  # the case's process, found by its argv (it runs sandboxed)
+    (tmp_path / "exp.yaml").write_text(CONFIG.replace("SECONDS", seconds))
     out = tmp_path / "out"
     csorch = subprocess.Popen(
         [
@@ -137,11 +137,7 @@ def test_ctrl_c_leaves_a_valid_bundle_marked_incomplete(tmp_path: Path, sig: int
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    deadline = time.monotonic() + 60
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        assert time.monotonic() < deadline and csorch.poll() is None, csorch.stdout.read()
-        time.sleep(0.05)
-    nap = int(pidfile.read_text())
+    nap = procs.wait_for("sleep", seconds, alive=lambda: csorch.poll() is None, timeout=60)
     csorch.send_signal(sig)
     output, _ = csorch.communicate(timeout=60)
     assert csorch.returncode == 3, output
@@ -150,10 +146,7 @@ def test_ctrl_c_leaves_a_valid_bundle_marked_incomplete(tmp_path: Path, sig: int
     assert results["complete"] is False and results["interrupted"] is True
     assert manifest["complete"] is False and results["builds"][0]["ok"] is True
     assert results["verdict"] == "inconclusive"
-    with pytest.raises(ProcessLookupError):  # the case's process went with csorch
-        for _ in range(100):
-            os.kill(nap, 0)
-            time.sleep(0.05)
+    assert procs.gone(nap)  # the case's process went with csorch
 
 
 def test_records_come_back_from_a_bundle(tmp_path: Path) -> None:
