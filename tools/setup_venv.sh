@@ -19,8 +19,10 @@ BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
 # (tests/unit/report/test_sarif.py), the example workflow and config schema; lxml validates
 # JUnit against the Ant schema (tests/unit/report/test_junit.py); hypothesis drives the
 # parser and config fuzzing (tests/fuzz); pillow trims make html-check's screenshot;
-# pytest-xdist runs `make test` on two workers (without it, one process)
-TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3 lxml==6.1.3 pillow==13.0.0 pytest-xdist==3.8.0)
+# pytest-xdist runs `make test` on two workers (without it, one process); junitparser reads
+# the JUnit as a CI system does (test_junit.py)
+TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3 lxml==6.1.3 pillow==13.0.0 pytest-xdist==3.8.0
+           junitparser==5.0.3)
 NEEDED_MODULES="torch pybind11 typer rich yaml pytest ninja setuptools"
 
 if [ ! -x "$VENV/bin/python" ]; then

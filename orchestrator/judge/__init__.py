@@ -7,6 +7,7 @@ from orchestrator.judge.causality import (  # noqa: F401 (the package's API)
     causality,
     failed_builds,
     judged_findings,
+    needed,
     target_hits,
     uncovered,
     watches,

@@ -25,6 +25,7 @@ any device) shows the target.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -270,16 +271,18 @@ def broken_cases(index: _Index, targets: Sequence[_Target]) -> dict[tuple[str, s
     return out
 
 
-def _k_of(experiment: Experiment) -> Callable[[Run], int]:
+def needed(experiment: Experiment, run: Run) -> int:
+    """k: the repeats of `run` in which a control must show a target (`min_hits`, at
+    most N; N without one)."""
+    n = experiment.repeats_for(run)
     expect = experiment.expect
+    if expect is None or expect.min_hits is None:
+        return n
+    return min(expect.min_hits, n)
 
-    def k_of(run: Run) -> int:
-        n = experiment.repeats_for(run)
-        if expect is None or expect.min_hits is None:
-            return n
-        return min(expect.min_hits, n)
 
-    return k_of
+def _k_of(experiment: Experiment) -> Callable[[Run], int]:
+    return functools.partial(needed, experiment)
 
 
 def _targets(index: _Index, k_of: Callable[[Run], int]) -> list[_Target]:

@@ -9,7 +9,15 @@ CI systems read JUnit, so a bundle's cases show up beside the project's other te
   that did not build -> <error>, skipped -> <skipped>. A test that passed with evidence
   that cannot be trusted (a truncated checker log, a timeout) is an <error> of type
   "inconclusive": never a pass, as in the verdict;
-- checker findings are data, not failures (a control is supposed to show them);
+- a control's checker findings are data, not failures (a control is supposed to show
+  them); a finding in the fix that counts (not ambient, not a follow-on, not suppressed
+  or allowed) makes its case a <failure> of type "finding", even where the test passed;
+- the verdict is a testcase of its own (`<experiment>.csorch` / `verdict`), first: PASS
+  passes, FAIL is a <failure>, INCONCLUSIVE (or no verdict) an <error>, so a CI that only
+  counts testcases never shows a red verdict as green; and so is each claim it stands
+  on (`judge.Hits`): "control C reproduces [target] in run R" (an <error> where it is not
+  demonstrated: k of N repeats, `judge.needed`) and "fix F removes [target] in run R"
+  (a <failure> where the fix still shows it, an <error> where its evidence is unsure);
 - an experiment is one <testsuite>, with its verdict and reasons as properties; a case
   that was never attempted (an interrupted run) is a <skipped> testcase, so the counts
   show the gap rather than hide it.
@@ -96,9 +104,11 @@ def _testcase(
     attempts: Sequence[Attempt],
     props: list[tuple[str, object]],
     findings: str,
+    counting: Sequence[str] = (),
 ) -> tuple[str, tuple[str, object], str]:
     """Add the testcase; (its element, its suite property, its <system-out> section);
-    `findings`: the text of its signatures."""
+    `findings`: the text of its signatures; `counting`: the labels of the findings that
+    fail it (the fix's)."""
     name = f"{case} {rows.OUTSIDE}" if cell.node == rows.OUTSIDE else cell.node
     alone = not any(n.nodeid != cell.node for a in attempts for n in a.nodes)
     # the attempts ran this node alone: their time is its time
@@ -113,6 +123,9 @@ def _testcase(
     key = f"{classname}::{name}"
     prop = (f"testcase:{key}", "; ".join(f"{k}={v}" for k, v in facts))
     element, kind, message = _status(cell)
+    if counting and element in ("", "skipped"):
+        element, kind = "failure", "finding"
+        message = f"{len(counting)} finding(s) in the fix: " + "; ".join(counting)
     if element == "skipped":
         _element(testcase, "skipped", message=message)
     elif element:
@@ -121,6 +134,53 @@ def _testcase(
     logs = [f"log: {a.log}" for a in attempts if a.log]
     section = f"[{key}]\n" + "\n".join([*logs, findings]).strip() if findings or logs else ""
     return element, prop, section
+
+
+#: the classname of the verdict's and its claims' testcases (after the experiment's name)
+CLAIMS = "csorch"
+
+
+def _claims(experiment: Experiment, verdict: str, judgement) -> list[tuple[str, str, str, str]]:
+    """(name, element, type, message) of the verdict's testcase, then each claim's;
+    element "" for a pass."""
+    reasons = "; ".join(judgement.reasons) if judgement else "the bundle holds no verdict"
+    element, kind = {"pass": ("", ""), "fail": ("failure", "fail")}.get(
+        verdict, ("error", "inconclusive")
+    )
+    out = [("verdict", element, kind, f"{verdict.upper()}: {reasons}")]
+    for h in judgement.hits if judgement else ():
+        role = experiment.role(h.variant)
+        unsure = f"{h.unknown} of {h.repeats} repeats without conclusive evidence"
+        if role == "control":
+            k = judge.needed(experiment, experiment.run(h.run))
+            name = f"control {h.variant} reproduces [{h.target}] in run {h.run}"
+            if h.unknown:
+                out.append((name, "error", "inconclusive", unsure))
+            elif h.hits < k:
+                why = f"shown in {h.hits} of {h.repeats} repeats; needs {k}: not demonstrated"
+                out.append((name, "error", "inconclusive", why))
+            else:
+                out.append((name, "", "", ""))
+        elif role == "fix":
+            name = f"fix {h.variant} removes [{h.target}] in run {h.run}"
+            if h.hits:
+                why = f"the fix still shows it in {h.hits} of {h.repeats} repeats"
+                out.append((name, "failure", "fail", why))
+            elif h.unknown:
+                out.append((name, "error", "inconclusive", unsure))
+            else:
+                out.append((name, "", "", ""))
+    return out
+
+
+def _counting(view: signature_view.Signatures, **scope: str) -> list[str]:
+    """The labels of the findings in `scope` that count against a fix: not ambient, not
+    a follow-on of another fault, not all suppressed or allowed."""
+    return [
+        sig.label
+        for sig, tally in view.within(**scope)
+        if not sig.ambient and not sig.follows and tally.suppressed < tally.count
+    ]
 
 
 def _suite_properties(results: Mapping[str, Any], manifest: Mapping[str, Any], judgement):
@@ -171,6 +231,15 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     pairs = _suite_properties(results, manifest, records.judgement)
     counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
     sections = []
+    verdict = str(results.get("verdict") or "not judged")
+    for name, element, kind, message in _claims(experiment, verdict, records.judgement):
+        testcase = _element(
+            suite, "testcase", name=name, classname=f"{experiment.name}.{CLAIMS}", time="0.000"
+        )
+        if element:
+            _element(testcase, element, message, type=kind, message=message)
+            counts[element] += 1
+        counts["tests"] += 1
     for variant, run, device, case in _plan(experiment, records.attempts):
         classname = f"{experiment.name}.{variant}.{run}"
         classname += f".{device_label(device)}" if device else ""
@@ -190,8 +259,12 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
         for node in rows.nodes(attempts, case):
             cell = rows.cell(attempts, node, broken.get(variant, ""))
             where = {"variant": variant, "run": run, "case": case, "device": device}
-            found = _findings_text(view, **where, node="" if node == rows.OUTSIDE else node)
-            element, prop, section = _testcase(suite, classname, case, cell, attempts, props, found)
+            scope = {**where, "node": "" if node == rows.OUTSIDE else node}
+            found = _findings_text(view, **scope)
+            counting = _counting(view, **scope) if props[0][1] == "fix" else []
+            element, prop, section = _testcase(
+                suite, classname, case, cell, attempts, props, found, counting
+            )
             pairs.append(prop)
             sections += [section] if section else []
             counts["tests"] += 1

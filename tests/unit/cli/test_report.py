@@ -30,7 +30,8 @@ def test_each_format_renders_the_bundle(cprog_bundles) -> None:
         outputs[fmt] = result.stdout
     assert "verdict: FAIL" in outputs["table"]
     assert "**Verdict: FAIL" in outputs["markdown"] and "| **sum** |" in outputs["markdown"]
-    assert ET.fromstring(outputs["junit"]).find("testsuite").get("tests") == "4"
+    suite = ET.fromstring(outputs["junit"]).find("testsuite")
+    assert suite.get("tests") == "7" and suite.get("failures") == "3"  # a FAIL never reads green
     assert json.loads(outputs["sarif"])["version"] == "2.1.0"
     assert outputs["json"] == stored + "\n"  # the file as stored
 

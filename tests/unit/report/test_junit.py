@@ -1,5 +1,6 @@
 """report.junit: JUnit XML of real ASan bundles validates against the Ant JUnit schema
-(tests/fixtures/junit/JUnit.xsd), with the expected counts."""
+(tests/fixtures/junit/JUnit.xsd), with the expected counts; and read by junitparser as a CI
+system reads it, a FAIL shows failures and an INCONCLUSIVE errors, never all green."""
 
 from __future__ import annotations
 
@@ -64,6 +65,19 @@ def output(suite: ET.Element, classname: str, name: str = "sum") -> str:
     return text.split(head, 1)[1].split("\n\n[", 1)[0]
 
 
+def claims(suite: ET.Element) -> dict[str, ET.Element]:
+    """The verdict's and its claims' testcases, by name."""
+    name = suite.get("name")
+    return {
+        c.get("name"): c
+        for c in suite.findall("testcase")
+        if c.get("classname") == f"{name}.csorch"
+    }
+
+
+TARGET = "[checker=asan kind=heap-buffer-overflow access=read function=sum] in run memcheck"
+
+
 def case(suite: ET.Element, classname: str, name: str = "sum") -> ET.Element:
     found = [c for c in suite.findall("testcase") if c.get("classname") == classname]
     return next(c for c in found if c.get("name") == name)
@@ -73,8 +87,15 @@ def test_pass_bundle(cprog_bundles) -> None:
     root = parse(cprog_bundles["pass"])
     suite = root.find("testsuite")
     assert suite.get("name") == "c-oob"
-    expected = {"tests": 4, "failures": 0, "errors": 0, "skipped": 0}
+    # the verdict, control reproduces, fix removes; then 2 variants x 2 runs
+    expected = {"tests": 7, "failures": 0, "errors": 0, "skipped": 0}
     assert counts(suite) == counted(suite) == expected
+    assert list(claims(suite)) == [
+        "verdict",
+        f"control control reproduces {TARGET}",
+        f"fix fixed removes {TARGET}",
+    ]
+    assert suite.findall("testcase")[0].get("name") == "verdict"  # first
     assert props(suite)["csorch.verdict"] == ["pass"]
     assert props(suite)["csorch.backend"] == ["asan"]
     control = facts(suite, "c-oob.control.memcheck")
@@ -91,17 +112,31 @@ def test_pass_bundle(cprog_bundles) -> None:
     assert all(c.get("time") for c in suite.findall("testcase"))
 
 
-def test_fail_bundle_findings_are_data_not_failures(cprog_bundles) -> None:
+def test_a_failing_fix_fails_its_verdict_its_claim_and_its_case(cprog_bundles) -> None:
+    """The no-fix config: FAIL, exit 1; it used to read tests=4 failures=0 errors=0."""
     suite = parse(cprog_bundles["fail"]).find("testsuite")
-    assert counts(suite) == counted(suite) == {"tests": 4, "failures": 0, "errors": 0, "skipped": 0}
+    assert counts(suite) == counted(suite) == {"tests": 7, "failures": 3, "errors": 0, "skipped": 0}
     assert props(suite)["csorch.verdict"] == ["fail"]
     assert any("still shows" in r for r in props(suite)["csorch.verdict.reason"])
+    said = claims(suite)
+    verdict = said["verdict"].find("failure")
+    assert verdict.get("type") == "fail" and verdict.get("message").startswith("FAIL: fix fixed")
+    assert said[f"control control reproduces {TARGET}"].find("failure") is None
+    removes = said[f"fix fixed removes {TARGET}"].find("failure")
+    assert removes.get("message") == "the fix still shows it in 1 of 1 repeats"
+    # the fix's case passed as a test, but its finding fails it; the control's is data
+    finding = case(suite, "c-oob-nofix.fixed.memcheck").find("failure")
+    assert finding.get("type") == "finding" and "heap-buffer-overflow" in finding.get("message")
+    assert case(suite, "c-oob-nofix.control.memcheck").find("failure") is None
     assert "heap-buffer-overflow" in output(suite, "c-oob-nofix.fixed.memcheck")
 
 
 def test_a_variant_that_did_not_build_is_an_error(cprog_bundles) -> None:
     suite = parse(cprog_bundles["inconclusive"]).find("testsuite")
-    assert counts(suite) == counted(suite) == {"tests": 4, "failures": 0, "errors": 2, "skipped": 0}
+    # the verdict, the fix's claim (no conclusive evidence), the two unbuilt cases
+    assert counts(suite) == counted(suite) == {"tests": 7, "failures": 0, "errors": 4, "skipped": 0}
+    verdict = claims(suite)["verdict"].find("error")
+    assert verdict.get("type") == "inconclusive" and "did not build" in verdict.get("message")
     error = case(suite, "c-oob-badpatch.fixed.plain").find("error")
     assert error.get("type") == "not built" and "stale.patch does not apply" in error.get("message")
     assert props(suite)["csorch.verdict"] == ["inconclusive"]
@@ -114,8 +149,10 @@ def test_one_testcase_per_node_and_device(cprog_bundles, tmp_path) -> None:
             a["device"] = "0"
 
     suite = parse(edited(cprog_bundles["pass"], tmp_path, nodes_on_gpu)).find("testsuite")
-    # 2 variants x 2 runs x 2 nodes; test_b fails everywhere
-    assert counts(suite) == counted(suite) == {"tests": 8, "failures": 4, "errors": 0, "skipped": 0}
+    # the verdict and 2 claims, 2 variants x 2 runs x 2 nodes; test_b fails everywhere
+    assert (
+        counts(suite) == counted(suite) == {"tests": 11, "failures": 4, "errors": 0, "skipped": 0}
+    )
     failed = case(suite, "c-oob.control.memcheck.gpu0", NODES[1])
     assert failed.find("failure").get("message") == "AssertionError"
     passed = case(suite, "c-oob.control.memcheck.gpu0", NODES[0])
@@ -129,10 +166,30 @@ def test_an_interrupted_run_shows_its_gaps_as_skipped(cprog_bundles, tmp_path) -
         results["attempts"] = [a for a in results["attempts"] if a["run"] == "plain"]
 
     suite = parse(edited(cprog_bundles["pass"], tmp_path, interrupt)).find("testsuite")
-    assert counts(suite) == counted(suite) == {"tests": 4, "failures": 0, "errors": 0, "skipped": 2}
+    # no verdict: its testcase is an error, and there are no claims
+    assert counts(suite) == counted(suite) == {"tests": 5, "failures": 0, "errors": 1, "skipped": 2}
+    assert list(claims(suite)) == ["verdict"]
     assert props(suite)["csorch.verdict"] == ["not judged"]
     assert props(suite)["csorch.interrupted"] == ["true"]
     assert case(suite, "c-oob.fixed.memcheck").find("skipped") is not None
+
+
+@pytest.mark.parametrize("verdict", ["pass", "fail", "inconclusive"])
+def test_a_ci_system_reading_the_junit_shows_the_verdict(cprog_bundles, tmp_path, verdict) -> None:
+    """junitparser, as CI test-result tabs read a file: green exactly on PASS."""
+    junitparser = pytest.importorskip("junitparser", reason="junitparser: CPU machines only")
+    path = tmp_path / "junit.xml"
+    path.write_text(junit.render(*bundle.read(cprog_bundles[verdict])))
+    (suite,) = list(junitparser.JUnitXml.fromfile(str(path)))
+    results = {case.name: [type(r).__name__ for r in case.result] for case in suite}
+    shown = {"failures": suite.failures, "errors": suite.errors}
+    assert shown == {"pass": {"failures": 0, "errors": 0}, "fail": {"failures": 3, "errors": 0},
+                     "inconclusive": {"failures": 0, "errors": 4}}[verdict]  # fmt: skip
+    first = next(iter(suite))
+    assert first.name == "verdict" and first.is_passed is (verdict == "pass")
+    assert (
+        results["verdict"] == {"pass": [], "fail": ["Failure"], "inconclusive": ["Error"]}[verdict]
+    )
 
 
 def test_a_truncated_checker_log_is_never_a_pass(cprog_bundles, tmp_path) -> None:
