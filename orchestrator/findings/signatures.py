@@ -217,3 +217,23 @@ def matches(pattern: TargetPattern, sig: Signature) -> bool:
     if not all(fnmatch.fnmatchcase(value, glob) for glob, value in fields if glob):
         return False
     return not pattern.frame or any(fnmatch.fnmatchcase(f, pattern.frame) for f in sig.frames)
+
+
+#: a pattern's signature fields, in the order a near miss names them
+_FIELDS = ("kind", "function", "access", "space", "size", "frame", "checker")
+
+
+def near_miss(pattern: TargetPattern, sig: Signature) -> str:
+    """Where `sig` misses `pattern` by one field alone: that field as the signature has
+    it ("kind=heap-buffer-overflow": a misspelled or too narrow target); "" where it
+    matches, or misses by more than one field."""
+    if pattern.outcome is not None or matches(pattern, sig):
+        return ""
+    for name in _FIELDS:
+        if getattr(pattern, name) in ("", None):
+            continue
+        if matches(replace(pattern, **{name: None if name == "size" else ""}), sig):
+            if name == "frame":
+                return f"frames={','.join(sig.frames[:3])}"
+            return f"{name}={getattr(sig, name)}"
+    return ""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestrator.findings import follow_on
-from orchestrator.findings.signatures import fingerprint, matches, signature
+from orchestrator.findings.signatures import fingerprint, matches, near_miss, signature
 from orchestrator.judge import agreement
 from orchestrator.judge.ambient import Ambient, ambient
 from orchestrator.model import (
@@ -95,6 +95,8 @@ class _Target:
     hit: Callable[[Attempt], bool]
     covers: Callable[[Signature], bool]  # whether a finding's signature is this target
     case: str = ""  # the glob of the cases the target names ("" none)
+    # where a signature misses the target by one field, that field as it has it
+    near: Callable[[Signature], str] = lambda sig: ""
 
 
 def _pattern_label(p: TargetPattern) -> str:
@@ -115,7 +117,10 @@ def _pattern_target(p: TargetPattern) -> _Target:
         # `checker: memcheck` targets, one config serves both backends
         return p.applies_to(run) and (not p.checker or fnmatch.fnmatchcase(tool.value, p.checker))
 
-    return _Target(_pattern_label(p), applies, hit, lambda sig: matches(p, sig), p.case)
+    return _Target(
+        _pattern_label(p), applies, hit, lambda sig: matches(p, sig), p.case,
+        lambda sig: near_miss(p, sig),
+    )  # fmt: skip
 
 
 def _signature_target(run: str, fp: str, label: str) -> _Target:
@@ -182,6 +187,20 @@ class _Index:
 
     def broken_in(self, run: str) -> set[str]:
         return {case for r, case in self.broken if r == run}
+
+    def near(self, variant: str, run: Run, target: _Target) -> list[str]:
+        """What `variant` showed in `run` that misses `target` by one field (that field,
+        as it showed it), most repeats first."""
+        seen: dict[str, set[int]] = defaultdict(set)
+        for r in range(self.experiment.repeats_for(run)):
+            for a in self.by.get((variant, run.name, r), []):
+                if target.case and not fnmatch.fnmatchcase(a.case, target.case):
+                    continue
+                for f in judged_findings(a):
+                    miss = target.near(signature(f))
+                    if miss:
+                        seen[miss].add(r)
+        return sorted(seen, key=lambda m: (-len(seen[m]), m))
 
     def count(self, variant: str, run: Run, target: _Target) -> tuple[Hits, str]:
         hits = unknown = 0
@@ -363,10 +382,18 @@ def causality(
             if hits.unknown:
                 unsure.append(f"control {control}, run {run.name}: {why}")
             elif hits.hits < k_of(run):
+                near = index.near(control, run, target)
+                hint = (
+                    f" (but it shows a finding that differs from the target only in "
+                    f"{near[0]}: is the target's {near[0].split('=', 1)[0]} misspelled or "
+                    "too narrow?)"
+                    if near
+                    else ""
+                )
                 unsure.append(
                     f"control {control} shows [{target.label}] in {hits.hits} of "
                     f"{hits.repeats} repeats of run {run.name}; needs "
-                    f"{k_of(run)}: the defect is not demonstrated"
+                    f"{k_of(run)}: the defect is not demonstrated{hint}"
                 )
         hits, why = index.count(expect.fix, run, target)
         all_hits.append(hits)

@@ -401,3 +401,36 @@ def test_a_case_broken_in_some_variants_only_or_named_by_a_target_stays_inconclu
     named = TargetPattern(checker="memcheck", kind="invalid-access", function="k", case="o*")
     j = judge.causality(_two_cases((PATTERN, named)), _with_broken_case(attempts()))
     assert j.verdict is Verdict.INCONCLUSIVE and j.broken == ()
+
+
+def test_a_target_the_control_misses_by_one_field_is_named_with_what_it_shows() -> None:
+    """`kind: heap-overflow` (a misspelling): INCONCLUSIVE, as before, but the reason names
+    what the control did show, so the user does not have to dig through the logs."""
+    misspelt = TargetPattern(checker="asan", kind="heap-overflow", function="kernel")
+    exp = factories.experiment(targets=(misspelt,), runs=("memcheck",), repeats=1)
+    shown = factories.finding("heap-buffer-overflow")
+    attempts = [
+        factories.attempt("control", "memcheck", "case", 0, shown),
+        factories.attempt("fixed", "memcheck", "case", 0),
+    ]
+    judged = judge.causality(exp, attempts)
+    assert judged.verdict is Verdict.INCONCLUSIVE
+    (reason,) = [r for r in judged.reasons if "not demonstrated" in r]
+    assert "differs from the target only in kind=heap-buffer-overflow" in reason
+    assert "is the target's kind misspelled or too narrow?" in reason
+    # a finding that misses by two fields is no hint
+    far = factories.finding("heap-buffer-overflow", function="elsewhere")
+    attempts[0] = factories.attempt("control", "memcheck", "case", 0, far)
+    (reason,) = [r for r in judge.causality(exp, attempts).reasons if "not demonstrated" in r]
+    assert "differs" not in reason
+
+
+def test_a_near_miss_names_the_one_field_that_differs() -> None:
+    from orchestrator.findings.signatures import near_miss, signature
+
+    sig = signature(factories.finding("heap-buffer-overflow", size=4))
+    assert near_miss(TargetPattern(kind="heap-overflow"), sig) == "kind=heap-buffer-overflow"
+    assert near_miss(TargetPattern(kind="heap-*", size=8), sig) == "size=4"
+    assert near_miss(TargetPattern(kind="heap-buffer-overflow"), sig) == ""  # it matches
+    assert near_miss(TargetPattern(kind="x", size=8), sig) == ""  # two fields
+    assert near_miss(TargetPattern(outcome=Outcome.FAILED), sig) == ""
