@@ -38,6 +38,8 @@ def check(
             out.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
     for line in plan.summary:
         out.print(escape(line), highlight=False, soft_wrap=True)
+    for warning in plan.warnings:
+        err.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if plan.problems:
         for problem in plan.problems:
             err.print(f"[bold red]error:[/] {escape(problem)}", highlight=False, soft_wrap=True)

@@ -29,6 +29,7 @@ from orchestrator.config.schema import (
     VARIANT,
 )
 from orchestrator.config.slurm import EXECUTORS, SLURM
+from orchestrator.findings import kinds
 from orchestrator.model import RUN_CHECKERS, BuildKind, CasesFrom, Outcome
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -98,7 +99,8 @@ def target() -> dict[str, Any]:
         TARGET,
         {
             "checker": {"type": "string"},
-            "kind": {"type": "string"},
+            # a glob: any string; the kinds the parsers give are offered as values
+            "kind": {"anyOf": [{"enum": list(kinds.KNOWN)}, {"type": "string"}]},
             "access": {"type": "string"},
             "space": {"type": "string"},
             "size": {"type": "integer", "minimum": 0},

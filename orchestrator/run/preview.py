@@ -11,6 +11,7 @@ from pathlib import Path
 
 from orchestrator import backends
 from orchestrator.executors.execute import checker_for, wants_xdist
+from orchestrator.findings import kinds
 from orchestrator.model import (
     BuildKind,
     CaseKind,
@@ -33,6 +34,8 @@ class Preview:
     cases: tuple[str, ...]
     summary: tuple[str, ...]
     problems: tuple[str, ...] = ()  # found without building: a missing patch or script
+    # worth a look, not wrong: a target kind no parser gives (a misspelling, most likely)
+    warnings: tuple[str, ...] = ()
 
 
 def _source(spec: SourceSpec) -> str:
@@ -141,4 +144,12 @@ def preview(experiment: Experiment, backend: str, reason: str = "") -> Preview:
                 "target: none given; the verdict uses what every control reproduces, and the "
                 "run prints it as a target: block to paste"
             )
-    return Preview(tuple(variants), tuple(runs), tuple(cases), tuple(summary), tuple(problems))
+    warnings = [
+        f"target {i + 1}: {said}"
+        for i, t in enumerate(e.expect.targets if e.expect else ())
+        if (said := kinds.unknown(t.kind))
+    ]
+    return Preview(
+        tuple(variants), tuple(runs), tuple(cases), tuple(summary), tuple(problems),
+        tuple(warnings),
+    )  # fmt: skip

@@ -49,3 +49,19 @@ def test_a_problem_found_without_building_exits_2(tmp_path: Path) -> None:
     assert done.exit_code == 2
     assert "error: variant v: a jit build needs one build description" in done.output
     assert "config ok" not in done.output
+
+
+def test_a_misspelt_target_kind_is_named_with_the_kinds_it_is_close_to(tmp_path: Path) -> None:
+    """`heap-overflow` passed check and the run ended INCONCLUSIVE with no hint."""
+    config = tmp_path / "c-oob.yaml"
+    text = (E2E / "c-oob.yaml").read_text().replace("source: cprog", f"source: {E2E / 'cprog'}")
+    text = text.replace("fix-oob.patch", str(E2E / "fix-oob.patch"))
+    config.write_text(text.replace("kind: heap-buffer-overflow", "kind: heap-overflow"))
+    done = runner.invoke(cli.app, ["check", str(config), "--backend", "asan"])
+    assert done.exit_code == 0, done.output  # a glob stays open: a warning, not an error
+    assert (
+        "warning: target 1: kind 'heap-overflow' is not one csorch's parsers give; did you "
+        "mean heap-buffer-overflow" in " ".join(done.output.split())
+    )
+    right = runner.invoke(cli.app, ["check", str(E2E / "c-oob.yaml"), "--backend", "asan"])
+    assert right.exit_code == 0 and "warning" not in right.output
