@@ -1,6 +1,9 @@
 """The command line's listener (run/events.py): what run, gate and compare show while
 their experiments run, progress bars for builds and attempts (a pair per experiment when
-a gate runs several), and what each experiment's table looks like after."""
+a gate runs several, with the time left estimated from the attempts so far), and what
+each experiment's table looks like after. Where stderr is not a terminal (a CI log) the
+bars are not drawn, so each finished attempt is a line of its own: a long GPU gate is
+never silent."""
 
 from __future__ import annotations
 
@@ -8,7 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from orchestrator import backends, sandbox
 from orchestrator.cli.common import err, out
@@ -24,11 +34,13 @@ class Shown(Listener):
     attempts (called from worker threads); `experiment` gives each experiment of a gate
     bars of its own, named for it."""
 
-    def __init__(self, progress: Progress, name: str = "") -> None:
+    def __init__(self, progress: Progress, name: str = "", lines: bool = False) -> None:
         self.progress = progress
         self.at = f"{name}: " if name else ""  # several experiments at once: whose bar
         self.builds = self.runs = -1  # the bars, once the run is planned
         self.phases: dict[Job, str] = {}  # a cluster executor's jobs: queued/running/done
+        self.lines = lines  # a line per finished attempt: no bar is drawn
+        self.done = self.total = 0
 
     def backend(self, choice: backends.Choice) -> None:
         out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
@@ -37,11 +49,12 @@ class Shown(Listener):
         out.print(f"devices: {','.join(devices)} ({fanout.value})", highlight=False)
 
     def experiment(self, experiment: Experiment) -> Listener:
-        return Shown(self.progress, experiment.name)
+        return Shown(self.progress, experiment.name, self.lines)
 
     def planned(self, variants: list[str], jobs: int) -> None:
         self.builds = self.progress.add_task(f"{self.at}building", total=len(variants))
         self.runs = self.progress.add_task(f"{self.at}running", total=jobs)
+        self.total = jobs
 
     def resumed(self, kept: int, dropped: int) -> None:
         again = (
@@ -61,6 +74,8 @@ class Shown(Listener):
         state = "cached" if build.cached else "built" if build.ok else "[red]FAILED[/]"
         self.progress.console.print(f"  {self.at}{build.variant}: {build.kind.value} {state}")
         self.progress.advance(self.builds)
+        if self.progress.tasks[self.builds].finished:  # not the last variant's name
+            self.progress.update(self.builds, description=f"{self.at}built")
 
     def attempt_started(self, job: Job) -> None:
         if self.phases:  # a cluster's queue: the counts say more than one name
@@ -71,6 +86,15 @@ class Shown(Listener):
 
     def attempt_finished(self, attempt: Attempt) -> None:
         self.progress.advance(self.runs)
+        self.done += 1
+        if self.progress.tasks[self.runs].finished:  # not the last attempt's name
+            self.progress.update(self.runs, description=f"{self.at}ran")
+        if self.lines:
+            self.progress.console.print(
+                f"  [{self.done}/{self.total}] {escape(self.at)}{escape(said(attempt))}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
     def attempt_placed(self, job: Job, phase: str, node: str) -> None:
         self.phases[job] = phase
@@ -82,17 +106,29 @@ class Shown(Listener):
         )
 
 
+def said(attempt: Attempt) -> str:
+    """One finished attempt in a line: where, how it ended, what the checker found."""
+    where = f"{attempt.variant}/{attempt.run}/{attempt.case} r{attempt.repeat}"
+    if not attempt.conclusive:
+        return f"{where}: inconclusive ({attempt.inconclusive_reason})"
+    records = attempt.parse.records if attempt.parse is not None else 0
+    found = f", {records} finding record(s)" if records else ""
+    return f"{where}: {attempt.outcome.value}{found}"
+
+
 @contextmanager
 def shown() -> Iterator[Shown]:
-    """The listener, its bars drawn (on stderr, gone once done) while the block runs."""
+    """The listener, its bars drawn (on stderr, gone once done) while the block runs;
+    where stderr is no terminal, a line per finished attempt instead."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
     )
     with Progress(*columns, console=err, transient=True) as progress:
-        yield Shown(progress)
+        yield Shown(progress, lines=not err.is_terminal)
 
 
 def table_of(result: runner.RunResult, backend: str, seconds: float | None = None) -> None:
