@@ -6,6 +6,11 @@ A cell shows the case's outcome and, for a run with a checker, the number of rep
 attributed to it (folded repeats included: `Finding.count`): `failed`, `passed 8`,
 `passed 24 in 3/3` (24 reports, in 3 of 3 repeats). `-` means the case did not run
 there; `not built` and `inconclusive` say why.
+
+Nothing is cropped to fit a terminal: where the cases table is wider than the console
+(80 columns, a release gate's six columns and its reasons), it is drawn one variant at a
+time with the reasons below it, and where even that does not fit, as one line per cell
+(`_Fitted`). Signatures and targets wrap instead of being cut.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -89,8 +95,9 @@ def _cell(attempts: list[Attempt], node: str, builds: dict[str, Build]) -> Text:
 
 def cases_table(
     experiment: Experiment, builds: Iterable[Build], attempts: Sequence[Attempt], backend: str = ""
-) -> Table:
-    """Cases x (variant, run): outcome and findings per cell."""
+) -> RenderableType:
+    """Cases x (variant, run): outcome and findings per cell; narrower forms where the
+    console is narrower than the table (`_Fitted`)."""
     by_variant = {b.variant: b for b in builds}
     cells: dict[tuple[str, str, str], list[Attempt]] = defaultdict(list)
     for a in attempts:
@@ -130,31 +137,127 @@ def cases_table(
         last = case
         body.append((Text("  " + label.get(node, node)), row, why))
     with_reasons = any(why for _, _, why in body)
+    cells_only = _grid(title, columns, body, tools)
     if with_reasons:  # the column only where a cell has something to say
         table.add_column("reason", overflow="fold")
     for head, row, why in body:
         table.add_row(head, *row, *([Text(why, style="yellow")] if with_reasons else []))
+    reasons = _reasons(body)
+
+    def only(variant: str) -> list[tuple[Text, list[Text | str], str]]:
+        keep = [v == variant for v, _ in columns]
+        return [(h, [c for c, k in zip(row, keep, strict=True) if k], w) for h, row, w in body]
+
+    variants = dict.fromkeys(v for v, _ in columns)
+    grids = [
+        _grid(f"{title}: {v}", [c for c in columns if c[0] == v], only(v), tools) for v in variants
+    ]
+    per_variant = Group(*grids, *reasons)
+    lines = _lines(title, columns, body)
+    return _Fitted(
+        (table, cells_only, REASON_ROOM if with_reasons else 0),
+        (per_variant, Group(*grids), 0),  # the reasons under it wrap
+        (lines, lines, 0),
+    )
+
+
+def _grid(
+    title: str,
+    columns: Sequence[tuple[str, str]],
+    body: Sequence[tuple[Text, Sequence[Text | str], str]],
+    tools: dict[str, Checker],
+) -> Table:
+    """The cells of `columns` under `title`, without the reason column."""
+    table = Table(title=title, show_lines=False, header_style="bold")
+    table.add_column("case")
+    for variant, run in columns:
+        tool = tools.get(run, Checker.NONE)
+        label = run if tool is Checker.NONE or tool.value == run else f"{run} ({tool.value})"
+        table.add_column(f"{variant}\n{label}", justify="left", no_wrap=True)
+    for head, row, _ in body:
+        table.add_row(head, *row)
     return table
+
+
+def _reasons(body: Sequence[tuple[Text, Sequence[Text | str], str]]) -> list[Text]:
+    """The reason column as lines under the table: "case: why"."""
+    out = []
+    for head, _, why in body:
+        if why:
+            out.append(Text(f"  {head.plain.strip()}: ", style="bold").append(why, style="yellow"))
+    return [Text("reasons:", style="bold"), *out] if out else []
+
+
+def _lines(
+    title: str,
+    columns: Sequence[tuple[str, str]],
+    body: Sequence[tuple[Text, Sequence[Text | str], str]],
+) -> Group:
+    """One line per cell: for a console too narrow for any table."""
+    out = [Text(title, style="bold")]
+    for head, row, why in body:
+        if not any(str(c) for c in row):
+            out.append(Text(head.plain, style="bold"))  # a case heading its nodes
+            continue
+        out.append(Text(head.plain.strip(), style="bold"))
+        for (variant, run), value in zip(columns, row, strict=True):
+            text = value if isinstance(value, Text) else Text(value)
+            out.append(Text(f"    {variant}/{run}: ").append_text(text))
+        if why:
+            out.append(Text(f"    reason: {why}", style="yellow"))
+    return Group(*out)
+
+
+#: the room a reason column needs beside the cells to be read, not squeezed to a word
+REASON_ROOM = 30
+
+
+class _Fitted:
+    """The first of `forms` (renderable, what to measure it by, room it needs beyond
+    that) whose measure fits the console's width unwrapped; the last where none does.
+    The natural (maximum) width is what counts: Rich's minimum assumes a cell may wrap
+    or be cut, which is the crop this avoids."""
+
+    def __init__(self, *forms: tuple[RenderableType, RenderableType, int]) -> None:
+        self.forms = forms
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # measured unbounded: a measurement is clamped to the width it is given
+        free = options.update_width(1 << 20)
+        for form, measured, needs in self.forms[:-1]:
+            if Measurement.get(console, free, measured).maximum + needs <= options.max_width:
+                yield form
+                return
+        yield self.forms[-1][0]
 
 
 def _not_built(build: Build | None) -> str:
     return (build.error.splitlines() or ["failed"])[0] if build is not None and not build.ok else ""
 
 
-def builds_table(builds: Iterable[Build]) -> Table:
+def builds_table(builds: Iterable[Build]) -> RenderableType:
+    """Each variant's build: kind, how it ended, its cache key and binaries; a line per
+    build where the console is too narrow for the table (`_Fitted`)."""
     table = Table(title="builds", header_style="bold", title_justify="left")
-    for column in ("variant", "kind", "build", "key", "binaries (sha256)"):
-        table.add_column(column)
+    for column in ("variant", "kind"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("build", overflow="fold")
+    table.add_column("key", no_wrap=True)
+    table.add_column("binaries (sha256)", overflow="fold")
+    lines = [Text("builds:", style="bold")]
     for b in builds:
         if not b.ok:
-            status = Text("failed: " + b.error.splitlines()[0][:80], style="bold red")
+            status = Text("failed: " + b.error.splitlines()[0], style="bold red")
         elif b.cached:
             status = Text("cached", style="green")
         else:
             status = Text(f"built in {b.duration:.0f} s")
         binaries = ", ".join(f"{a.path.rsplit('/', 1)[-1]} {a.sha256[:12]}" for a in b.artifacts)
         table.add_row(b.variant, b.kind.value, status, b.cache_key[:12], binaries)
-    return table
+        line = Text(f"  {b.variant} ({b.kind.value}): ", style="bold").append_text(status)
+        line.append(f"; key {b.cache_key[:12]}" if b.cache_key else "")
+        lines.append(line.append(f"; {binaries}" if binaries else ""))
+    return _Fitted((table, table, 0), (Group(*lines), Group(*lines), 0))
 
 
 def signatures(
@@ -170,7 +273,7 @@ def signatures(
         for run in experiment.runs:
             for sig, tally in view.within(variant=variant.name, run=run.name):
                 lines.append(f"  {variant.name} / {run.name}: ", style="bold")
-                lines.append(f"{tally.count} x {sig.label[:120]}")
+                lines.append(f"{tally.count} x {sig.label}")
                 lines.append(f" {sig.id}", style="dim")
                 if tally.skipped:
                     lines.append(f" (below {', '.join(tally.skipped)})", style="dim")
@@ -202,11 +305,12 @@ def hits(judgement: Judgement) -> RenderableType:
     if not judgement.hits:
         return Text("")
     table = Table(title="targets", header_style="bold", title_justify="left")
-    for column in ("target", "variant", "run", "repeats with it"):
-        table.add_column(column)
+    table.add_column("target", overflow="fold")
+    for column in ("variant", "run", "repeats with it"):
+        table.add_column(column, no_wrap=True)
     for h in judgement.hits:
         unknown = f" ({h.unknown} unknown)" if h.unknown else ""
-        table.add_row(h.target[:110], h.variant, h.run, f"{h.hits}/{h.repeats}{unknown}")
+        table.add_row(h.target, h.variant, h.run, f"{h.hits}/{h.repeats}{unknown}")
     return table
 
 

@@ -201,3 +201,46 @@ def test_only_a_judged_claim_is_called_causal() -> None:
     # a scan states no expectations: its PASS claims nothing about a fix
     scanned = table.verdict_line(passed, claim=False).plain
     assert scanned.startswith("verdict: PASS\n") and "causal" not in scanned
+
+
+def _gate_shaped() -> tuple[list[Build], list[Attempt]]:
+    """Three variants x two runs, one unbuilt (a reason for every row), findings."""
+    attempts = [
+        attempt(v, r, Outcome.PASSED, [UAF] * (3 if v == "ctl" and r == "memcheck" else 0))
+        for v in ("fix", "ctl")
+        for r in ("plain", "memcheck")
+    ] + [
+        attempt("gone", r, Outcome.ERROR, error="variant gone did not build")
+        for r in ("plain", "memcheck")
+    ]
+    builds = [
+        Build("fix", BuildKind.JIT, True, cache_key="a" * 64),
+        Build("ctl", BuildKind.JIT, True, cache_key="b" * 64),
+        Build(
+            "gone",
+            BuildKind.WHEEL,
+            False,
+            error="wheel /very/long/path/to/the/wheel.whl is not there",
+        ),
+    ]
+    return builds, attempts
+
+
+def narrow(renderable, width: int) -> str:
+    console = Console(record=True, width=width)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_at_80_columns_nothing_is_cropped() -> None:
+    """At 80 columns the case and reason columns shrank to nothing and cells read `pass…`:
+    now the table is drawn one variant at a time, the reasons under it."""
+    builds, attempts = _gate_shaped()
+    judged = Judgement(Verdict.INCONCLUSIVE, ("variant gone did not build: " + "x " * 60,))
+    for width in (80, 60, 40):
+        out = narrow(table.render(EXPERIMENT, builds, attempts, judged, backend="asan"), width)
+        assert "…" not in out, (width, out)
+        assert out.count("not built") >= 2 and "passed 3" in out and "reason" in out
+        assert "wheel /very/long/path/to/the/wheel.whl is not there" in " ".join(out.split())
+    wide = narrow(table.cases_table(EXPERIMENT, builds, attempts), 220)
+    assert "reason" in wide.splitlines()[3] and "reasons:" not in wide  # one table, as before
