@@ -17,6 +17,7 @@ from rich.console import Console
 from typer.core import TyperGroup, _click
 
 from orchestrator import __version__, cache, proc
+from orchestrator.cli import helptext
 from orchestrator.config.slurm import SLURM
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
@@ -35,6 +36,17 @@ class _Boundary(TyperGroup):
     an interrupted run, gate or bisection prints the command that resumes it and is
     inconclusive (3), and so is a directory that could not be written (a fail stays a
     fail)."""
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        """The verb, its help made to read at 80 columns (`helptext.tidy`)."""
+        command = super().get_command(ctx, cmd_name)
+        return helptext.tidy(command) if command is not None else None
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        helptext.tidy(self, ctx)
+        for name in self.list_commands(ctx):
+            self.get_command(ctx, name)  # the verb list shows each verb's tidied help
+        super().format_help(ctx, formatter)
 
     def invoke(self, ctx: _click.Context) -> object:
         previous = proc.catch_signals()
