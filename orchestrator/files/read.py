@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -45,8 +47,7 @@ def open_regular(path: Path, kind: Kind | None = None) -> IO[bytes]:
     try:
         found = special_kind(os.fstat(fd).st_mode)
         if found:
-            shown = path if target == Path(path) else f"{path} (-> {target})"
-            raise NotRegularFile(shown, found)
+            raise NotRegularFile(path, found, target=None if target == Path(path) else target)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -76,6 +77,12 @@ def read_text(path: Path, kind: Kind = TEXT, *, errors: str = "strict") -> str:
         return data.decode("utf-8", errors=errors)
     except UnicodeDecodeError as exc:
         raise NotText(path, data, exc) from None
+
+
+def lines(path: Path) -> Iterator[str]:
+    """A log's lines, streamed (never held whole), bytes that are not UTF-8 replaced."""
+    with open_regular(path) as f:
+        yield from io.TextIOWrapper(f, encoding="utf-8", errors="replace")
 
 
 def tail(path: Path, lines: int, *, max_bytes: int = 1 << 20) -> list[str]:

@@ -32,14 +32,18 @@ class Kind:
 CONFIG = Kind("a config", 1 << 20, follow=True)
 #: a patch the user gives a variant
 PATCH = Kind("a patch", 64 << 20, follow=True)
+#: another file the user names (a wheel, a requirements file): digested, never read whole
+INPUT = Kind("a file the user gave", 1 << 40, follow=True)
 #: a JSON document csorch wrote (results.json, manifest.json, gate.json, bisect.json, a
 #: cache entry's record, a Slurm task's result): 100,000 attempts fit with room to spare
 DOCUMENT = Kind("a JSON document csorch wrote", 1 << 30)
+#: a run's journal (one line per attempt, each with its record): read whole on a resume
+JOURNAL = Kind("a journal", 2 << 30)
 #: a small text file csorch or a child wrote (a done-file, report.md read back, a source
 #: file csorch hashes, a /proc entry)
 TEXT = Kind("a text file csorch reads", 64 << 20)
 #: a binary csorch looks into (an ELF's sections)
-BINARY = Kind("a binary csorch inspects", 4 << 30)
+BINARY = Kind("a binary csorch inspects", 2 << 30)
 
 
 class FileRefused(CsorchError, OSError):
@@ -64,10 +68,11 @@ class NotRegularFile(FileRefused):
     """A named pipe, a device, a socket or a directory where csorch reads or writes a
     file: reading it could block forever (a pipe with no writer) or never end (/dev/zero)."""
 
-    def __init__(self, path: Path | str, kind: str) -> None:
+    def __init__(self, path: Path | str, kind: str, *, target: Path | None = None) -> None:
+        through = f"links to {target}, " if target is not None else ""
         super().__init__(
             path,
-            f"{kind}, not a regular file",
+            f"{through}{kind}, not a regular file",
             hint="give a regular file (csorch reads no pipe, device or socket)",
         )
         self.kind = kind

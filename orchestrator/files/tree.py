@@ -4,13 +4,16 @@ case or a build makes 1200 deep is no RecursionError) and none following a link.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from orchestrator.files.refusal import MAX_DEPTH, NotRegularFile, TooDeep, special_kind
+from orchestrator.files.read import open_regular
+from orchestrator.files.refusal import MAX_DEPTH, Kind, NotRegularFile, TooDeep, special_kind
+from orchestrator.files.write import open_file
 
 #: the deepest tree `remove_tree` takes apart (it holds one descriptor and a name per
 #: level, so the bound is only there to make every loop end)
@@ -148,3 +151,55 @@ def copy_tree(
         dirs[:] = [d for d in dirs if not (Path(here) / d).is_symlink()]
     for original, copied in reversed(made):  # after their files: a copy touches the times
         shutil.copystat(original, copied, follow_symlinks=False)
+
+
+def copy_file(src: Path, dest: Path, *, root: Path | None = None, kind: Kind | None = None) -> None:
+    """`src`'s bytes into `dest` (replaced): read as `read.open_regular` reads (a regular
+    file, not a link unless `kind.follow`), written as `write.open_file` writes (no link
+    followed below `root`)."""
+    with open_regular(src, kind) as f, open_file(dest, "w", root=root, binary=True) as out:
+        shutil.copyfileobj(f, out, 1 << 20)
+
+
+def glob(
+    root: Path, pattern: str, *, include_hidden: bool = False, max_depth: int = MAX_DEPTH
+) -> list[str]:
+    """`glob.glob(pattern, root_dir=root, recursive=True)` over `files.walk` (Python's
+    recursive globs recurse, and fail on a deep tree; this one is TooDeep past
+    `max_depth`): the paths under `root` that match, relative and sorted. `**` is any
+    number of directories; as glob's, a wildcard matches no name that starts with a dot
+    (with `include_hidden`, it does, as `Path.glob`'s)."""
+    parts = tuple(p for p in pattern.split("/") if p)
+    found = []
+    for here, dirs, names in walk(root, max_depth=max_depth):
+        rel = Path(here).relative_to(root).parts
+        for name in (*dirs, *names):
+            if _matches((*rel, name), parts, include_hidden):
+                found.append("/".join((*rel, name)))
+    return sorted(found)
+
+
+def _matches(path: tuple[str, ...], pattern: tuple[str, ...], include_hidden: bool) -> bool:
+    """Whether path components match pattern components (`**`: zero or more of them)."""
+    # reachable[i]: the first i components of the pattern can match the path so far
+    reachable = [True] + [False] * len(pattern)
+    for i, part in enumerate(pattern):  # `**` first may match nothing
+        if part == "**" and reachable[i]:
+            reachable[i + 1] = True
+    for name in path:
+        step = [False] * (len(pattern) + 1)
+        for i, part in enumerate(pattern):
+            if not reachable[i]:
+                continue
+            hidden = name.startswith(".") and not part.startswith(".") and not include_hidden
+            if part == "**":
+                if not hidden:
+                    step[i] = True  # ** takes this component and may take more
+                    step[i + 1] = True
+            elif not hidden and fnmatch.fnmatchcase(name, part):
+                step[i + 1] = True
+        for i, part in enumerate(pattern):  # a `**` reached may also match nothing
+            if part == "**" and step[i]:
+                step[i + 1] = True
+        reachable = step
+    return reachable[-1]

@@ -6,19 +6,17 @@ the command wrote or changed."""
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator.model import Variant
 from orchestrator.run.builds.step import Context, Step, compile_env
 
 
 def _stamps(root: Path) -> dict[str, tuple[int, int]]:
     out = {}
-    for dirpath, _, files in os.walk(root):
-        for name in files:
+    for dirpath, _, names in files.walk(root):
+        for name in names:
             path = Path(dirpath) / name
             st = path.lstat()
             out[path.relative_to(root).as_posix()] = (st.st_size, st.st_mtime_ns)
@@ -29,7 +27,10 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
     """Run the argv; the produced files, relative to the entry."""
     before = _stamps(tree)
     step(list(variant.build.command), cwd=tree, env=compile_env(variant, ctx))
-    shutil.copytree(tree, out / "tree", symlinks=True)
+    try:
+        files.copy_tree(tree, out / "tree")
+    except (files.TooDeep, files.NotRegularFile) as exc:  # what the build made, named
+        raise step.fail(f"the built tree holds {exc.filename}: {exc.strerror}") from None
     declared = variant.build.import_path
     if declared and not (out / "tree" / declared).is_dir():
         raise step.fail(
@@ -39,7 +40,7 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
     if variant.build.outputs:
         produced = []
         for pattern in variant.build.outputs:
-            matches = sorted(glob.glob(pattern, root_dir=out / "tree", recursive=True))
+            matches = files.glob(out / "tree", pattern)
             inside = (out / "tree").resolve()
             for m in matches:  # hashed as this build's binaries: never a file outside it
                 if not (out / "tree" / m).resolve().is_relative_to(inside):
