@@ -100,6 +100,7 @@ def prepare(
     good, bad = history.resolve(repo, asked.good), history.resolve(repo, asked.bad)
     commits = history.chain(repo, good, bad)
     places.check_directory(Path(cache_dir or cache.DEFAULT_DIR), "--cache-dir")
+    places.check_cache(Path(cache_dir or cache.DEFAULT_DIR), places.sources([experiment]))
     if out_dir is not None:
         places.check_out(
             out_dir,

@@ -30,7 +30,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.steps import MARK_STYLE
 from orchestrator.config.experiment import load_experiment
-from orchestrator.run import options
+from orchestrator.run import options, places
 
 
 class ProbeExit(enum.IntEnum):
@@ -69,8 +69,13 @@ def probe_command(
     subdir: Annotated[str | None, typer.Option(help="the subject's directory in it")] = None,
     repeat: Repeat = None,
     out_dir: Annotated[
-        Path, typer.Option("--out", help="each probe adds a bundle DIR/<time>-<commit>")
-    ] = Path("results") / "probe",
+        Path | None,
+        typer.Option(
+            "--out",
+            help="each probe adds a bundle DIR/<time>-<commit> (default: probe/ in the "
+            "results home, never the work tree git bisect runs in)",
+        ),
+    ] = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
     jobs: Jobs = None,
 ) -> None:
@@ -81,6 +86,12 @@ def probe_command(
     choice, facts = options.choose_backend(backend)
     subj = evaluator.subject(experiment, variant, choice.backend)
     label, spec = session.probe_spec(subj, repo, ref, subdir)
+    trees = (*places.sources([experiment]), *([repo] if repo is not None else []))
+    places.check_cache(cache_dir, trees)
+    if out_dir is None:
+        out_dir = options.RESULTS / "probe"
+    else:  # a directory of probes: never in the user's tree, the cache or a bundle
+        places.check_out(out_dir, sources=trees, cache=cache_dir)
     opts = options.make(
         choice,
         evaluator.fresh_dir(out_dir.resolve(), f"{session.stamp()}-{label}"),

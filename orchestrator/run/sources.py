@@ -67,6 +67,11 @@ def _excluded(name: str, top: bool) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
+def skipped_by_copy(parts: tuple[str, ...]) -> bool:
+    """Whether a path below a source tree (its components) lies in what the copy skips."""
+    return any(_excluded(p, i == 0) for i, p in enumerate(parts))
+
+
 def _walk(root: Path):
     """Relative paths of the files under `root` that belong to the source, and of its
     symlinks to directories (`files.walk`, as os.walk, lists those among the directories
@@ -278,8 +283,7 @@ class Workspace:
         src = source.resolve()
         if not self.root.is_relative_to(src):
             return
-        parts = self.root.relative_to(src).parts
-        if parts and any(_excluded(p, i == 0) for i, p in enumerate(parts)):
+        if skipped_by_copy(self.root.relative_to(src).parts):
             return
         raise SourceError(
             str(source),
