@@ -23,6 +23,12 @@ def _stamps(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _short(path: Path, tree: Path) -> str:
+    """`path` relative to the tree, cut to a line (a path 1200 directories deep is long)."""
+    rel = path.relative_to(tree).as_posix() if path.is_relative_to(tree) else str(path)
+    return rel if len(rel) <= 80 else rel[:77] + "..."
+
+
 def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> list[str]:
     """Run the argv; the produced files, relative to the entry."""
     before = _stamps(tree)
@@ -30,7 +36,8 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
     try:
         files.copy_tree(tree, out / "tree")
     except (files.TooDeep, files.NotRegularFile) as exc:  # what the build made, named
-        raise step.fail(f"the built tree holds {exc.filename}: {exc.strerror}") from None
+        where = _short(exc.path, tree)
+        raise step.fail(f"the built tree is refused: {exc.strerror}: {where}") from None
     declared = variant.build.import_path
     if declared and not (out / "tree" / declared).is_dir():
         raise step.fail(
