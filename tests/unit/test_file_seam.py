@@ -17,9 +17,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from orchestrator import files
+import orchestrator
 
-PACKAGE = Path(files.__file__).resolve().parents[1]
+PACKAGE = Path(orchestrator.__file__).resolve().parent
 
 #: modules that may touch files themselves, and why
 EXEMPT = {
