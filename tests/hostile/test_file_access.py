@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from harness import ROOT, csorch, experiment, git, said
 
+from orchestrator import files
+
 E2E = ROOT / "tests" / "fixtures" / "e2e"
 DEADLINE = 60  # seconds: a refusal takes one or two
 
@@ -104,6 +106,15 @@ open("bottom.txt", "w").write("x")
 """
 
 
+@pytest.fixture
+def tidy(place: Path):
+    """`place` removed after the test with csorch's own removal: a deep tree left behind
+    (by a csorch that failed to remove it) breaks pytest's clean-up of old temp dirs,
+    which recurses."""
+    yield place
+    files.remove_tree(place, ignore_errors=True)
+
+
 def _deep_config(place: Path, *, build: str, case: str) -> Path:
     (place / "subject" / "deep.py").write_text(DEEP)
     config = place / "deep.yaml"
@@ -123,7 +134,8 @@ timeout: 1m
     return config
 
 
-def test_a_tree_1200_deep_made_by_a_case_is_removed(place: Path) -> None:
+def test_a_tree_1200_deep_made_by_a_case_is_removed(tidy: Path) -> None:
+    place = tidy
     config = _deep_config(place, build="[make]", case=f"[{sys.executable}, deep.py]")
     done = csorch(place, "run", config, "--backend", "asan", "--out", place / "b", timeout=240)
     assert "Traceback" not in said(done) and "RecursionError" not in said(done), said(done)[-3000:]
@@ -133,7 +145,8 @@ def test_a_tree_1200_deep_made_by_a_case_is_removed(place: Path) -> None:
     assert deep == []  # each attempt's copy of the built tree is removed, depth and all
 
 
-def test_a_tree_1200_deep_made_by_a_build_is_refused_by_name(place: Path) -> None:
+def test_a_tree_1200_deep_made_by_a_build_is_refused_by_name(tidy: Path) -> None:
+    place = tidy
     build = f"[sh, -c, 'make && {sys.executable} deep.py']"
     config = _deep_config(place, build=build, case="[./pick]")
     done = csorch(place, "run", config, "--backend", "asan", "--out", place / "b", timeout=240)

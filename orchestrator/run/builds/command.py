@@ -47,6 +47,8 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
     if variant.build.outputs:
         produced = []
         for pattern in variant.build.outputs:
+            if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+                raise step.fail(f"declared output {pattern!r} leads outside the built tree")
             matches = files.glob(out / "tree", pattern)
             inside = (out / "tree").resolve()
             for m in matches:  # hashed as this build's binaries: never a file outside it
