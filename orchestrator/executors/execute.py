@@ -505,14 +505,15 @@ def _wrong_gpu(job: Job, seen: Sequence[str], uuids: Sequence[str]) -> str:
 
 def execute(job: Job, build: Build, ctx: Context) -> Attempt:
     """Run one job against a built variant. A program that cannot start is an
-    inconclusive attempt, not an exception."""
+    inconclusive attempt, not an exception, and so is a file of the attempt that csorch
+    refuses to write or copy (a link planted where its log goes, a built tree too deep)."""
     run = ctx.experiment.run(job.run)
     case = next(c for c in ctx.experiment.cases if c.name == job.case)
     try:
         if case.kind is CaseKind.COMMAND:
             return _command(job, case, run, build, ctx)
         return _pytest(job, case, run, build, ctx)
-    except ProcessStartError as exc:
+    except (ProcessStartError, files.FileRefused) as exc:
         return not_run(job, run, ctx.backend, str(exc))
 
 

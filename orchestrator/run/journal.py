@@ -107,6 +107,7 @@ def attempt_logs(root: Path, stem: str) -> list[Path]:
         p
         for p in base.parent.iterdir()
         if p.is_file()
+        and not p.is_symlink()  # a link a subject planted is no log: verify names it
         and (p.name == base.name + ".log" or p.name.startswith(base.name + ".launch"))
     )
 
