@@ -83,15 +83,16 @@ def probe_command(
     N repeats), 125 skip (untestable), 128 csorch cannot judge (stops git bisect)."""
     # a CsorchError or an interrupt: git's "abort" (ABORT, the boundary's)
     experiment = load_experiment(config)
-    choice, facts = options.choose_backend(backend)
-    subj = evaluator.subject(experiment, variant, choice.backend)
-    label, spec = session.probe_spec(subj, repo, ref, subdir)
+    # checked before anything is written (a backend's set-up builds into the cache)
     trees = (*places.sources([experiment]), *([repo] if repo is not None else []))
     places.check_cache(cache_dir, trees)
     if out_dir is None:
         out_dir = options.RESULTS / "probe"
     else:  # a directory of probes: never in the user's tree, the cache or a bundle
         places.check_out(out_dir, sources=trees, cache=cache_dir)
+    choice, facts = options.choose_backend(backend)
+    subj = evaluator.subject(experiment, variant, choice.backend)
+    label, spec = session.probe_spec(subj, repo, ref, subdir)
     opts = options.make(
         choice,
         evaluator.fresh_dir(out_dir.resolve(), f"{session.stamp()}-{label}"),
