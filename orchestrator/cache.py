@@ -22,13 +22,13 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
+from orchestrator import files
 from orchestrator.files import load_json
 
 FORMAT = 1  # bump when the entry layout or the build protocol changes
@@ -66,8 +66,8 @@ def key(inputs: Mapping[str, object]) -> str:
 
 def _size(path: Path) -> int:
     total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
+    for dirpath, _, names in files.walk(path, max_depth=files.REMOVE_DEPTH):
+        for name in names:
             with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(dirpath, name)).st_size
     return total
@@ -87,7 +87,7 @@ class Cache:
         self._pins: dict[str, IO[str]] = {}
         self._guard = threading.Lock()
         for sub in ("entries", "locks", "tmp"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+            files.make_dirs(self.root / sub, root=self.root)
 
     def entry(self, k: str) -> Path:
         return self.root / "entries" / k
@@ -96,7 +96,7 @@ class Cache:
     def lock(self, k: str, *, blocking: bool = True, kind: str = "lock") -> Iterator[bool]:
         """Hold the entry's lock exclusively; with `blocking=False`, yields False if it
         is taken. `kind="pin"` takes the pin instead (eviction's test that no run uses it)."""
-        with open(self.root / "locks" / f"{k}.{kind}", "a+") as handle:
+        with files.open_file(self.root / "locks" / f"{k}.{kind}", "a+", root=self.root) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             except OSError as exc:
@@ -115,7 +115,7 @@ class Cache:
         with self._guard:
             if k in self._pins:
                 return
-            handle = open(self.root / "locks" / f"{k}.pin", "a+")  # noqa: SIM115 (held open)
+            handle = files.open_file(self.root / "locks" / f"{k}.pin", "a+", root=self.root)
             fcntl.flock(handle, fcntl.LOCK_SH)
             self._pins[k] = handle
 
@@ -142,16 +142,16 @@ class Cache:
         """A fresh directory to build `k` in (call with the lock held). Leftovers of a
         killed build of the same key are removed: the lock says nobody else owns them."""
         for old in (self.root / "tmp").glob(f"{k}.*"):
-            shutil.rmtree(old, ignore_errors=True)
+            files.remove_tree(old, ignore_errors=True)
         path = self.root / "tmp" / f"{k}.{os.getpid()}"
         path.mkdir(parents=True)
         return path
 
     def publish(self, k: str, scratch: Path, meta: Mapping[str, object]) -> Path:
         """Write the metadata last, then rename the finished directory into place."""
-        tmp_meta = scratch / f"{META}.tmp"
-        tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True))
-        os.replace(tmp_meta, scratch / META)
+        files.atomic_write(
+            scratch / META, json.dumps(meta, indent=2, sort_keys=True), root=self.root
+        )
         (scratch / USED).touch()
         dest = self.entry(k)
         if dest.exists():  # a stale entry without metadata (a crash mid-eviction)
@@ -163,7 +163,7 @@ class Cache:
         # rename first: the entry disappears at once, the slow delete comes after
         doomed = self.root / "tmp" / f"{entry.name}.evicted.{os.getpid()}"
         os.rename(entry, doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
+        files.remove_tree(doomed, ignore_errors=True)
 
     def drop(self, k: str) -> bool:
         """Remove one entry now (its key proved wrong), unless a run holds or uses it;
@@ -215,4 +215,4 @@ class Cache:
         for path in (self.root / "tmp").iterdir():
             with contextlib.suppress(OSError):
                 if now - path.stat().st_mtime > age:
-                    shutil.rmtree(path, ignore_errors=True)
+                    files.remove_tree(path, ignore_errors=True)

@@ -42,7 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import proc, sandbox
+from orchestrator import files, proc, sandbox
 from orchestrator.errors import CheckerUnavailable, HostMismatch, ProcessStartError
 from orchestrator.model import ToolInfo
 from orchestrator.model.record import Record
@@ -74,6 +74,9 @@ where = list(spec.submodule_search_locations or []) if spec else []
 print(json.dumps({"dir": where[0] if where else ""}))
 """
 #: one nvidia-smi call for the driver and every GPU (nvidia-smi's order, not CUDA's)
+#: torch's version.py, read whole (a link, as some installs make, is followed)
+_VERSION_PY = files.Kind("torch's version.py", 1 << 20, follow=True)
+
 SMI_QUERY = ("nvidia-smi", "--query-gpu=driver_version,name,compute_cap", "--format=csv,noheader")
 # 580.95.05, NVIDIA H200, 9.0      (a line of SMI_QUERY's output; a name may hold commas)
 SMI_GPU_RE = re.compile(r"^(?P<driver>[^,]+), (?P<name>.+), (?P<cap>\d+\.\d+)$")
@@ -215,8 +218,8 @@ def _torch_version(python: str) -> tuple[str, str]:
         raise ValueError(f"{python} finds no torch package")
     path = Path(folder) / "version.py"
     try:
-        return torch_version(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
+        return torch_version(files.read_text(path, _VERSION_PY))
+    except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc}") from None
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator import sandbox as sandboxes
 from orchestrator.errors import ProcessStartError
 from orchestrator.model.record import Record
@@ -177,7 +178,7 @@ def _end_sandbox(pid: int) -> None:
     so nothing of the launch is left when this returns (killing unshare first would not
     wait)."""
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        children = files.read_text(Path(f"/proc/{pid}/task/{pid}/children")).split()
     except OSError:
         children = []
     for child in children:
@@ -214,7 +215,7 @@ def run(
     child_env, delta = build_env(env, base_env, sandboxed=sandbox is not None)
     child_env[SESSION_VAR] = SESSION
     log_path = Path(log_path)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(log_path.parent)
     where = os.path.abspath(cwd if cwd is not None else os.getcwd())
     report = None
     if sandbox is not None and sandboxes.enabled() and sandboxes.probe().works:
@@ -223,7 +224,9 @@ def run(
         # unshare and the init run in a bare environment; the command gets child_env
         init_env = {"PATH": child_env.get("PATH", os.defpath), SESSION_VAR: SESSION}
     timed_out = False
-    with open(log_path, "ab" if append else "wb") as log:
+    # no link followed and no pipe opened (the caller has made and checked the directory
+    # below its own root: execute's logs/)
+    with files.open_file(log_path, "a" if append else "w", binary=True) as log:
         started = time.time()
         start = time.monotonic()
         try:
@@ -390,7 +393,7 @@ def leftovers(sessions: Sequence[str]) -> list[int]:
     found = []
     for entry in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError):
-            if wanted & set((entry / "environ").read_bytes().split(b"\0")):
+            if wanted & set(files.read_bytes(entry / "environ").split(b"\0")):
                 found.append(int(entry.name))
     return sorted(found)
 

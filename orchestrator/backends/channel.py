@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from orchestrator.files import NotRegularFile, open_regular
+from orchestrator.files import LinkRefused, NotRegularFile, open_regular
 from orchestrator.model import ParseResult
 
 # r0.launch1.asan.4540   (the runtime's `log_path=PREFIX` file of process 4540)
@@ -49,12 +49,12 @@ Parser = Callable[[Iterable[str]], ParseResult]
 def lines(path: Path) -> Iterator[str]:
     """The log's lines, streamed: a checker's log can run to gigabytes, and the parsers
     keep only what they count. A missing log has none, and so has a path that is no
-    regular file (a named pipe put in a bundle would block the reader forever): either
+    regular file (a named pipe put in a bundle would block the reader forever) or a link: either
     way the parse has no summary and is incomplete, never clean, and `bundle.verify`
     names the file."""
     try:
         raw = open_regular(path)
-    except (FileNotFoundError, NotRegularFile):
+    except (FileNotFoundError, NotRegularFile, LinkRefused):
         return
     with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as f:
         yield from f

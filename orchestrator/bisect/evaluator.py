@@ -18,6 +18,7 @@ Findings other than the target, and failing tests, do not make a commit BAD.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import json
@@ -26,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import backends, judge
+from orchestrator import backends, files, judge
 from orchestrator.bisect import history
 from orchestrator.bisect.state import Mark
 from orchestrator.errors import CsorchError, SourceError
@@ -173,8 +174,8 @@ def _unbuilt(bundle: Path, built: Build | None) -> str:
         return "no build was recorded"
     log = bundle / built.log if built.log else None
     if log is not None and log.is_file():
-        with open(log, errors="replace") as f:
-            for line in f:
+        with contextlib.suppress(OSError):  # a log that cannot be read names no error
+            for line in files.lines(log):
                 if m := COMPILER_ERROR_RE.match(line.strip()):
                     where = f"{Path(m['file']).name}:{m['line']}"
                     return f"the build failed: {where}: error: {m['message']}"

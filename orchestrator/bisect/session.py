@@ -11,7 +11,7 @@ from orchestrator import cache, host
 from orchestrator.bisect import driver, evaluator, history
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
-from orchestrator.files import file_digest
+from orchestrator.files import CONFIG, file_digest
 from orchestrator.model import SourceKind, SourceSpec
 from orchestrator.run import options, places, request
 from orchestrator.run.request import Request, Settings
@@ -50,7 +50,7 @@ def resumed(
     if old is None:
         raise CsorchError(f"{resume} holds no bisection ({driver.STATE} is missing)")
     s = old.search
-    if not s.config.is_file() or file_digest(s.config) != s.config_sha256:
+    if not s.config.is_file() or file_digest(s.config, CONFIG) != s.config_sha256:
         raise CsorchError(
             f"{s.config} changed since the bisection started",
             hint="restore it, or start a new bisection with a new --out",
@@ -100,6 +100,7 @@ def prepare(
     good, bad = history.resolve(repo, asked.good), history.resolve(repo, asked.bad)
     commits = history.chain(repo, good, bad)
     places.check_directory(Path(cache_dir or cache.DEFAULT_DIR), "--cache-dir")
+    places.check_cache(Path(cache_dir or cache.DEFAULT_DIR), places.sources([experiment]))
     if out_dir is not None:
         places.check_out(
             out_dir,
@@ -110,7 +111,7 @@ def prepare(
     out_dir = (out_dir or options.RESULTS / f"bisect-{experiment.name}-{stamp()}").resolve()
     search = driver.Search(
         config=asked.config.resolve(),
-        config_sha256=file_digest(asked.config),
+        config_sha256=file_digest(asked.config, CONFIG),
         repo=repo,
         subdir=sub,
         good=good,

@@ -27,7 +27,7 @@ from orchestrator.bundle.layout import MANIFEST, MANIFEST_SCHEMA, RESULTS, RESUL
 from orchestrator.bundle.read import Records, records
 from orchestrator.bundle.verify import FAILING, Verification, verify
 from orchestrator.errors import BundleError, CsorchError
-from orchestrator.files import file_digest, read_json
+from orchestrator.files import CONFIG, file_digest, read_json
 from orchestrator.model import Experiment, Verdict
 
 #: how many of one kind of problem a reason names before it counts the rest
@@ -109,7 +109,7 @@ def _identity(recs: Records, manifest: dict[str, Any] | None, expect: Experiment
     config = expect.config
     recorded = str(((manifest or {}).get("config") or {}).get("sha256") or "")
     if config is not None and Path(config).is_file():
-        now = file_digest(Path(config))
+        now = file_digest(Path(config), CONFIG)
         if recorded != now:
             reasons.append(
                 f"was made from another version of {config} (sha256 {recorded[:12] or 'none'}, "

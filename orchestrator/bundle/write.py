@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import __version__
+from orchestrator import __version__, files
 from orchestrator.bundle.layout import (
     COVERED,
     MANIFEST,
@@ -26,7 +26,7 @@ from orchestrator.bundle.layout import (
     RESULTS,
     RESULTS_SCHEMA,
 )
-from orchestrator.files import atomic_write, file_digest, regular_files
+from orchestrator.files import CONFIG, atomic_write, file_digest, regular_files
 from orchestrator.host import Host
 from orchestrator.judge.causality import Judgement
 from orchestrator.judge.tallies import CaseResult
@@ -59,7 +59,7 @@ class Bundle:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
-        (self.root / "logs").mkdir(parents=True, exist_ok=True)
+        files.make_dirs(self.root / "logs", root=self.root)  # never a link planted there
         self._lock = threading.Lock()
         self._hashes: dict[str, tuple[int, int, str]] = {}
 
@@ -132,7 +132,7 @@ def manifest(
         "command": list(snap.command),
         "config": {
             "path": str(config) if config else "",
-            "sha256": file_digest(config) if config and Path(config).is_file() else "",
+            "sha256": file_digest(config, CONFIG) if config and Path(config).is_file() else "",
         },
         "results": {"path": RESULTS, "sha256": results_sha256},
         "host": snap.host.to_dict(),

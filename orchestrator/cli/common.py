@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup, _click
 
-from orchestrator import __version__, cache, proc
+from orchestrator import __version__, cache, files, proc
 from orchestrator.cli import helptext
 from orchestrator.config.slurm import SLURM
 from orchestrator.errors import CsorchError
@@ -198,7 +198,7 @@ def step_summary(markdown: str, where: Path) -> None:
         keep = STEP_SUMMARY_LIMIT - len(note.encode("utf-8"))
         text = data[:keep].decode("utf-8", errors="ignore") + note
     try:
-        with open(path, "a", encoding="utf-8") as f:
+        with files.open_file(Path(path), "a") as f:
             f.write(text)
     except OSError as exc:
         err.print(

@@ -73,6 +73,7 @@ def compare_command(
         choice, facts = options.choose_backend(backend, options.interpreter_of([experiment]))
         options.check_out(target)
         places.check_directory(cache_dir, "--cache-dir")
+        places.check_cache(cache_dir, places.sources([experiment]))
         places.check_out(
             target,
             sources=places.sources([experiment]),

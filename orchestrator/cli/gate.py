@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator import files
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -122,5 +123,5 @@ def gate_command(
         out.print(where, highlight=False)
         summary = done.out / manifest.REPORT
         if summary.is_file():
-            step_summary(summary.read_text(encoding="utf-8"), summary)
+            step_summary(files.read_text(summary, errors="replace"), summary)
     raise typer.Exit(VERDICT_EXIT[done.result.verdict])

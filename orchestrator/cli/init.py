@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator import files
 from orchestrator.bisect import history
 from orchestrator.cli.common import ExitCode, app, err, out
 from orchestrator.config.scaffold import Facts, scaffold
@@ -105,8 +106,8 @@ def init(
         out.print(text, end="", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(ExitCode.PASS)
     try:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(out_file, "x") as handle:
+        files.make_dirs(out_file.parent)
+        with files.open_file(out_file, "x") as handle:
             handle.write(text)
     except OSError as exc:
         err.print(f"[bold red]error:[/] cannot write {out_file}: {exc.strerror or exc}")

@@ -30,7 +30,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.steps import MARK_STYLE
 from orchestrator.config.experiment import load_experiment
-from orchestrator.run import options
+from orchestrator.run import options, places
 
 
 class ProbeExit(enum.IntEnum):
@@ -69,8 +69,13 @@ def probe_command(
     subdir: Annotated[str | None, typer.Option(help="the subject's directory in it")] = None,
     repeat: Repeat = None,
     out_dir: Annotated[
-        Path, typer.Option("--out", help="each probe adds a bundle DIR/<time>-<commit>")
-    ] = Path("results") / "probe",
+        Path | None,
+        typer.Option(
+            "--out",
+            help="each probe adds a bundle DIR/<time>-<commit> (default: probe/ in the "
+            "results home, never the work tree git bisect runs in)",
+        ),
+    ] = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
     jobs: Jobs = None,
 ) -> None:
@@ -78,6 +83,13 @@ def probe_command(
     N repeats), 125 skip (untestable), 128 csorch cannot judge (stops git bisect)."""
     # a CsorchError or an interrupt: git's "abort" (ABORT, the boundary's)
     experiment = load_experiment(config)
+    # checked before anything is written (a backend's set-up builds into the cache)
+    trees = (*places.sources([experiment]), *([repo] if repo is not None else []))
+    places.check_cache(cache_dir, trees)
+    if out_dir is None:
+        out_dir = options.RESULTS / "probe"
+    else:  # a directory of probes: never in the user's tree, the cache or a bundle
+        places.check_out(out_dir, sources=trees, cache=cache_dir)
     choice, facts = options.choose_backend(backend)
     subj = evaluator.subject(experiment, variant, choice.backend)
     label, spec = session.probe_spec(subj, repo, ref, subdir)

@@ -12,6 +12,7 @@ publishes a report does not fail because the fix did.
 from __future__ import annotations
 
 import datetime
+import io
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +22,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from orchestrator import bundle as bundles
-from orchestrator import gate, report
+from orchestrator import files, gate, report
 from orchestrator.bundle import trust
 from orchestrator.cli.common import ExitCode, app, err, fail, out
 from orchestrator.errors import BundleError, ConfigError, CsorchError
@@ -69,10 +70,17 @@ def _emit(text: str, output: Path | None) -> None:
         typer.echo(text, nl=False)
         raise typer.Exit(ExitCode.PASS)
     try:
-        output.write_text(text, encoding="utf-8")
+        files.atomic_write(output, text)
     except OSError as exc:
         raise CsorchError(f"--output {output}: {exc.strerror}") from None
     raise typer.Exit(ExitCode.PASS)
+
+
+def _write_view(view: object, output: Path) -> None:
+    """A Rich view rendered as plain text into --output (whole, in one rename)."""
+    text = io.StringIO()
+    Console(file=text, width=200, color_system=None).print(view)
+    files.atomic_write(output, text.getvalue())
 
 
 def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) -> None:
@@ -88,7 +96,7 @@ def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) ->
     try:
         result, found = verdicts.stored_gate(root)
         if fmt == "json":
-            _emit((root / gate_manifest.GATE).read_text(encoding="utf-8"), output)
+            _emit(files.read_text(root / gate_manifest.GATE, files.DOCUMENT), output)
         if fmt == "markdown":
             today = datetime.date.today()
             allow = gate.load_policy(policy).allow if policy is not None else ()
@@ -101,8 +109,7 @@ def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) ->
         out.print(view)
         raise typer.Exit(ExitCode.PASS)
     try:
-        with output.open("w", encoding="utf-8") as f:
-            Console(file=f, width=200, color_system=None).print(view)
+        _write_view(view, output)
     except OSError as exc:
         raise CsorchError(f"--output {output}: {exc.strerror}") from None
     raise typer.Exit(ExitCode.PASS)
@@ -168,8 +175,7 @@ def report_command(
             out.print(view)
             raise typer.Exit(ExitCode.PASS)
         try:
-            with output.open("w", encoding="utf-8") as f:
-                Console(file=f, width=200, color_system=None).print(view)
+            _write_view(view, output)
         except OSError as exc:
             raise CsorchError(f"--output {output}: {exc.strerror}") from None
         raise typer.Exit(ExitCode.PASS)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from orchestrator import files
 from orchestrator.cli.common import ExitCode, app, fail
 from orchestrator.config.json_schema import experiment
 from orchestrator.errors import CsorchError
@@ -42,7 +43,7 @@ def schema_command(
         typer.echo(text(kind), nl=False)
         raise typer.Exit(ExitCode.PASS)
     try:
-        output.write_text(text(kind), encoding="utf-8")
+        files.atomic_write(output, text(kind))
     except OSError as exc:
         raise fail(CsorchError(f"--output {output}: {exc.strerror}")) from None
     raise typer.Exit(ExitCode.PASS)

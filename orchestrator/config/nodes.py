@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator import files
 from orchestrator.config.schema import DURATION_RE, NAME_RE, NAME_RULE, UNITS
 from orchestrator.errors import ConfigError
 
@@ -32,7 +33,7 @@ _NAMES = {
 
 
 #: a config is a page of YAML; a file past this is not one (and is not read whole)
-MAX_BYTES = 1 << 20
+MAX_BYTES = files.CONFIG.limit
 #: nodes a document may expand to through its aliases (a billion-laughs bomb expands to
 #: 10^9 from a few lines; a real config has a few hundred)
 MAX_NODES = 100_000
@@ -42,16 +43,9 @@ def load(path: Path) -> View:
     """The root of a single-document YAML file: UTF-8, at most MAX_BYTES, its aliases
     expanding to at most MAX_NODES nodes."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise ConfigError(
-                path,
-                None,
-                "",
-                f"the file is {size:,} bytes; a config is at most {MAX_BYTES:,}",
-                hint="is this the config you meant?",
-            )
-        data = path.read_bytes()
+        data = files.read_bytes(path, files.CONFIG)
+    except files.FileRefused as exc:
+        raise ConfigError(path, None, "", exc.problem, hint=exc.hint) from None
     except OSError as exc:
         raise ConfigError(path, None, "", f"cannot read: {exc.strerror or exc}") from None
     try:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from orchestrator.backends.channel import lines, merge
-from orchestrator.files import NotRegularFile, open_regular
+from orchestrator.files import LinkRefused, NotRegularFile, open_regular
 
 __all__ = ["last_words", "lines", "merge"]
 
@@ -24,7 +24,7 @@ def last_words(path: Path, tail: int = 64 * 1024) -> str:
         with open_regular(path) as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - tail))
             lines = f.read().decode("utf-8", errors="replace").splitlines()
-    except (FileNotFoundError, NotRegularFile):
+    except (FileNotFoundError, NotRegularFile, LinkRefused):
         lines = []
     for line in reversed(lines):
         text = line.strip()

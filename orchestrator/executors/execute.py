@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import signal
 import threading
 import time
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orchestrator
-from orchestrator import proc
+from orchestrator import files, proc
 from orchestrator.backends import Backend, NoChecker
 from orchestrator.errors import ProcessStartError
 from orchestrator.executors import attempt_log
@@ -177,6 +176,8 @@ def _launch(
     job: Job, k: int, argv: list[str], env: dict[str, str], cwd: Path, timeout: float, ctx: Context
 ) -> tuple[proc.ProcResult, Path]:
     rel = Path("logs") / (job.stem() + (f".launch{k}" if k else "") + ".log")
+    # the bundle's logs/ and the directories below it are csorch's: none may be a link
+    files.make_dirs((ctx.root / rel).parent, root=ctx.root)
     result = proc.run(
         argv,
         log_path=ctx.root / rel,
@@ -273,7 +274,7 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
     parses: list[ParseResult] = []
     gpus: list[str] = []
     timed_out, error, status = False, "", None
-    ctx.scratch.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(ctx.scratch)
     for k in range(MAX_LAUNCHES):
         stem = ctx.root / "logs" / (job.stem() + f".launch{k}")
         launch_argv, launch_env, read = _wrap(argv, env, run, build, ctx, _channel(stem))
@@ -284,7 +285,8 @@ def _pytest(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Attem
             launch_env["CSORCH_CASE_FRAMES"] = "1"
         if done:
             done_file = ctx.root / "logs" / (job.stem() + f".launch{k}.done")
-            done_file.write_text("\n".join(done) + "\n")
+            files.make_dirs(done_file.parent, root=ctx.root)
+            files.atomic_write(done_file, "\n".join(done) + "\n", root=ctx.root)
             launch_env["CSORCH_DONE_FILE"] = str(done_file)
         if deadline - time.monotonic() <= 0:
             timed_out = True
@@ -409,13 +411,13 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
     # scratch file one attempt leaves must not change the next one's outcome
     cwd = ctx.scratch.parent / "attempts" / job.stem() if built else ctx.scratch
     if built:
-        shutil.rmtree(cwd, ignore_errors=True)
-        shutil.copytree(built, cwd, symlinks=True)
+        files.remove_tree(cwd, ignore_errors=True)
+        files.copy_tree(built, cwd)
     try:
         result, rel = _launch(job, 0, argv, env, cwd, ctx.experiment.timeout_for(run), ctx)
     finally:
         if built:
-            shutil.rmtree(cwd, ignore_errors=True)
+            files.remove_tree(cwd, ignore_errors=True)
     rc = result.returncode
     outcome = (
         Outcome.ERROR
@@ -503,14 +505,15 @@ def _wrong_gpu(job: Job, seen: Sequence[str], uuids: Sequence[str]) -> str:
 
 def execute(job: Job, build: Build, ctx: Context) -> Attempt:
     """Run one job against a built variant. A program that cannot start is an
-    inconclusive attempt, not an exception."""
+    inconclusive attempt, not an exception, and so is a file of the attempt that csorch
+    refuses to write or copy (a link planted where its log goes, a built tree too deep)."""
     run = ctx.experiment.run(job.run)
     case = next(c for c in ctx.experiment.cases if c.name == job.case)
     try:
         if case.kind is CaseKind.COMMAND:
             return _command(job, case, run, build, ctx)
         return _pytest(job, case, run, build, ctx)
-    except ProcessStartError as exc:
+    except (ProcessStartError, files.FileRefused) as exc:
         return not_run(job, run, ctx.backend, str(exc))
 
 

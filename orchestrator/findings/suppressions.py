@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator.errors import ConfigError
 from orchestrator.findings import frame_filter
 from orchestrator.findings.signatures import normalize_function
@@ -88,12 +89,16 @@ def load(path: Path | str) -> tuple[Suppression, ...]:
     """The records of one suppression file; a ConfigError names the file and the record."""
     path = Path(path)
     try:
-        root = ET.parse(path).getroot()
+        data = files.read_bytes(path, files.CONFIG)  # a pipe would hold a parser forever
+    except files.FileRefused as exc:
+        raise ConfigError(path, None, "", exc.problem, hint=exc.hint) from None
+    except OSError as exc:
+        raise ConfigError(path, None, "", f"cannot read the suppression file: {exc}") from None
+    try:
+        root = ET.fromstring(data)
     except ET.ParseError as exc:
         line = exc.position[0] if exc.position else None
         raise ConfigError(path, line, "", f"not a valid suppression file: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(path, None, "", f"cannot read the suppression file: {exc}") from None
     if root.tag != ROOT_TAG:
         raise ConfigError(
             path,

@@ -270,6 +270,7 @@ def run(
         raise CsorchError(f"--sign {request.sign}: no such key file", hint="an SSH private key")
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
+    places.check_cache(settings.cache, places.sources(plan.experiments))
     runs: list[runner.RunResult] = []
     sandbox_fact = ""  # how this host sandboxed what the gate ran ("": it ran nothing)
     out = request.out

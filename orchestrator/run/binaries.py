@@ -16,13 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator.model import Build, BuildKind, Variant
 
 ELF_MAGIC = b"\x7fELF"
 SHT_DYNSYM, SHT_DYNAMIC = 11, 6
 DT_NEEDED = 1
 DEVICE_SECTIONS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment")
-MAX_BYTES = 2 << 30  # a binary past this is not read (its check is skipped, and said)
+MAX_BYTES = files.BINARY.limit  # a binary past this is not read (its check is skipped, and said)
 
 
 @dataclass(frozen=True)
@@ -101,10 +102,10 @@ def elves(root: Path, relpaths: Iterable[str]) -> dict[str, Elf]:
         try:
             if not path.is_file() or path.stat().st_size > MAX_BYTES:
                 continue
-            with open(path, "rb") as handle:
+            with files.open_regular(path) as handle:
                 if handle.read(4) != ELF_MAGIC:
                     continue
-            elf = read_elf(path.read_bytes())
+            elf = read_elf(files.read_bytes(path, files.BINARY))
         except OSError:
             continue
         if elf is not None:

@@ -17,10 +17,10 @@ with the log tail; the caller records the variant as not built and carries on.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator.cache import key
 from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
@@ -77,12 +77,10 @@ def _artifacts(entry: Path, relpaths: list[str]) -> tuple[Artifact, ...]:
 
 
 def _binaries(entry: Path) -> list[str]:
-    found = [*entry.glob("wheel/*.whl"), *entry.glob("pkg/**/*.so"), *entry.glob("pkg/**/*.so.*")]
-    found += [
-        *entry.glob(f"{environment.DEPS}/**/*.so"),
-        *entry.glob(f"{environment.DEPS}/**/*.so.*"),
-    ]
-    return sorted(p.relative_to(entry).as_posix() for p in found)
+    patterns = ("wheel/*.whl", "pkg/**/*.so", "pkg/**/*.so.*")
+    patterns += (f"{environment.DEPS}/**/*.so", f"{environment.DEPS}/**/*.so.*")
+    found = [rel for p in patterns for rel in files.glob(entry, p, include_hidden=True)]
+    return sorted(set(found))
 
 
 def _sound(meta: dict, entry: Path) -> bool:
@@ -182,14 +180,15 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
     """The variant's build: from the cache, or built and published. Raises BuildError."""
     k = cache_key(variant, tree, ctx)
     log_copy = ctx.logs / f"{variant.name}.log"
-    log_copy.parent.mkdir(parents=True, exist_ok=True)
+    bundle = ctx.logs.parent.parent  # logs/build's: nothing below it may be a link
+    files.make_dirs(log_copy.parent, root=bundle)
     with ctx.cache.lock(k):
         meta = ctx.cache.lookup(k)
         if meta is not None and not _sound(meta, ctx.cache.entry(k)):
             meta = None  # publish() replaces the damaged entry
         if meta is not None:
             ctx.cache.hold(k)
-            shutil.copyfile(ctx.cache.entry(k) / LOG, log_copy)
+            files.copy_file(ctx.cache.entry(k) / LOG, log_copy, root=bundle)
             return _from_meta(meta, ctx.cache.entry(k), k, cached=True, variant=variant)
         out = ctx.cache.scratch(k)
         step = Step(variant.name, out / LOG, ctx)
@@ -207,7 +206,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
             published = True
         except BuildError as exc:
             if (out / LOG).exists():
-                shutil.copyfile(out / LOG, log_copy)
+                files.copy_file(out / LOG, log_copy, root=bundle)
             # the scratch log goes with the scratch directory: point at the bundle's copy
             raise BuildError(
                 exc.variant,
@@ -219,6 +218,6 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
             ) from None
         finally:
             if not published:
-                shutil.rmtree(out, ignore_errors=True)
-    shutil.copyfile(entry / LOG, log_copy)
+                files.remove_tree(out, ignore_errors=True)
+    files.copy_file(entry / LOG, log_copy, root=bundle)
     return _from_meta({"build": record.to_dict()}, entry, k, cached=False, variant=variant)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.files import file_digest
+from orchestrator.files import INPUT, file_digest
 from orchestrator.model import Environment, Experiment
 from orchestrator.run.builds.step import PIP_ENV, Context, Step
 
@@ -30,7 +30,7 @@ def torch_of(python: str) -> dict[str, str]:
     whose torch is upgraded rebuilds. Empty where the layout is not a venv's."""
     root = Path(python).parent.parent
     found = sorted(root.glob("lib/python*/site-packages/torch/version.py"))
-    return {str(f.relative_to(root)): file_digest(f) for f in found}
+    return {str(f.relative_to(root)): file_digest(f, INPUT) for f in found}
 
 
 def wanted(env: Environment) -> bool:
@@ -43,9 +43,10 @@ def key_inputs(env: Environment) -> dict[str, object]:
         return {}
     inputs: dict[str, object] = {"requires": list(env.requires)}
     if env.requirements_file:
-        inputs["requirements_file"] = file_digest(Path(env.requirements_file))
+        inputs["requirements_file"] = file_digest(Path(env.requirements_file), INPUT)
     if env.wheels:
-        inputs["wheels"] = {w.name: file_digest(w) for w in sorted(Path(env.wheels).glob("*"))}
+        wheels = sorted(Path(env.wheels).glob("*"))
+        inputs["wheels"] = {w.name: file_digest(w, INPUT) for w in wheels}
     return inputs
 
 

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import proc
+from orchestrator import files, proc
 from orchestrator.errors import CsorchError
-from orchestrator.files import file_digest, loads, open_regular
+from orchestrator.files import file_digest, loads
 from orchestrator.model import Attempt, Build, SourceTree
 from orchestrator.model.job import slot
 
@@ -107,6 +107,7 @@ def attempt_logs(root: Path, stem: str) -> list[Path]:
         p
         for p in base.parent.iterdir()
         if p.is_file()
+        and not p.is_symlink()  # a link a subject planted is no log: verify names it
         and (p.name == base.name + ".log" or p.name.startswith(base.name + ".launch"))
     )
 
@@ -146,12 +147,7 @@ class Journal:
             "started": started,
             "session": proc.SESSION,
         }
-        tmp = path.with_name(f".{JOURNAL}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(_line(doc) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        files.atomic_write(path, _line(doc) + "\n", root=root)
         return cls(path, dict(identity), dict(settings), list(command), started)
 
     @classmethod
@@ -160,8 +156,8 @@ class Journal:
         not a journal's."""
         path = Path(root) / JOURNAL
         try:
-            with open_regular(path) as f:  # a pipe put in its place would block the read
-                raw = f.read()
+            # a pipe put in its place would block the read, a link read a stranger's file
+            raw = files.read_bytes(path, files.JOURNAL)
         except FileNotFoundError:
             raise ResumeError(
                 f"{root} holds no run to resume (no {JOURNAL})",
@@ -223,7 +219,7 @@ class Journal:
 
     def reopen(self, command: list[str]) -> None:
         """Start a new session: cut a torn tail so appends begin on a clean line."""
-        with open(self.path, "rb+") as f:
+        with files.open_file(self.path, "r+", root=self.path.parent, binary=True) as f:
             data = f.read()
             end = data.rfind(b"\n") + 1
             if end != len(data):
@@ -242,7 +238,7 @@ class Journal:
         )
 
     def _append(self, doc: Mapping[str, Any]) -> None:
-        with open(self.path, "a", encoding="utf-8") as f:
+        with files.open_file(self.path, "a", root=self.path.parent) as f:
             f.write(_line(doc) + "\n")
             f.flush()
             os.fsync(f.fileno())

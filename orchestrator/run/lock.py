@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import IO
 
+from orchestrator import files
 from orchestrator.bundle.layout import LOCK
 from orchestrator.errors import CsorchError
 
@@ -34,8 +35,9 @@ class Held:
 
 def hold(directory: Path) -> Held:
     """Take the lock on `directory` (made if missing); Busy when another session has it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    handle = open(directory / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 (held for the session)
+    files.make_dirs(directory, root=directory)
+    # never through a link planted in its place: the lock is csorch's own file
+    handle = files.open_file(directory / LOCK, "a+", root=directory)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

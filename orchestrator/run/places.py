@@ -15,6 +15,7 @@ from orchestrator.bundle.layout import MANIFEST, RESULTS
 from orchestrator.errors import CsorchError
 from orchestrator.model import Experiment
 from orchestrator.run.journal import JOURNAL
+from orchestrator.run.sources import skipped_by_copy
 
 #: a directory holding one of these is csorch's record of something (a bundle, a gate,
 #: a bisection, a cache entry): nothing else may be written into it
@@ -69,6 +70,9 @@ def check_out(
     for label, root in (("the build cache", cache), ("the work directory", work)):
         if root is not None and _within(real, resolved(root)):
             raise CsorchError(f"{what} {path} is inside {label} {resolved(root)}", hint=hint)
+        if root is not None and _within(resolved(root), real):
+            # the bundle's manifest would hash the cache, and a new --out's removal take it
+            raise CsorchError(f"{what} {path} holds {label} {resolved(root)}", hint=hint)
     for source in sources:
         if _within(real, resolved(source)):
             raise CsorchError(
@@ -82,6 +86,22 @@ def check_out(
             f"{what} {path} is inside {record}, which holds csorch's results already",
             hint="give a new directory (a resume takes the directory itself)",
         )
+
+
+def check_cache(cache: Path, sources: Iterable[Path]) -> None:
+    """CsorchError when the build cache (and so the work directory, its work/) lies inside
+    a source tree, checked before the cache is made: csorch would write into the user's
+    tree, and copy its own copies. A cache under a directory the copy skips (the
+    source's build/, say) is csorch's alone."""
+    real = resolved(cache)
+    for source in sources:
+        top = resolved(source)
+        if _within(real, top) and not skipped_by_copy(real.relative_to(top).parts):
+            raise CsorchError(
+                f"--cache-dir {cache} is inside the source tree {top}: csorch would write "
+                "its builds into the user's tree",
+                hint="give a --cache-dir outside the sources (or under the source's build/)",
+            )
 
 
 def check_directory(path: Path, what: str) -> None:

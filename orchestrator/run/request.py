@@ -207,6 +207,7 @@ def prepare(request: Request) -> Prepared:
         check_new(out, "run")
     places.check_directory(s.cache, "--cache-dir")
     experiment = only_cases(load_experiment(request.configs[0]), list(s.cases))
+    places.check_cache(s.cache, places.sources([experiment]))
     if out is not None:
         places.check_out(
             out, sources=places.sources([experiment]), cache=s.cache, resuming=resuming

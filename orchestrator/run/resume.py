@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from orchestrator import proc
-from orchestrator.files import file_digest, regular_files, remove_partial_writes
+from orchestrator.files import CONFIG, file_digest, regular_files, remove_partial_writes
 from orchestrator.model import Attempt, Build, Experiment, SourceTree
 from orchestrator.model.job import Job, slot
 from orchestrator.run.journal import Journal, ResumeError, attempt_logs, intact, resume_command
@@ -30,7 +30,7 @@ def identity(experiment: Experiment, options: Options) -> dict[str, object]:
     config = experiment.config
     return {
         "experiment": hashlib.sha256(text.encode()).hexdigest(),
-        "config_sha256": file_digest(config) if config and Path(config).is_file() else "",
+        "config_sha256": file_digest(config, CONFIG) if config and Path(config).is_file() else "",
         "backend": options.backend,
         "devices": list(options.devices),
         "fanout": options.fanout.value,
@@ -120,9 +120,7 @@ def reusable(
                 hint="restore them to resume, or start again with a new --out",
             )
     return (
-        old.ok
-        and built.ok
-        and (old.cache_key, old.artifacts) == (built.cache_key, built.artifacts)
+        old.ok and built.ok and (old.cache_key, old.artifacts) == (built.cache_key, built.artifacts)
     )
 
 

@@ -1,6 +1,6 @@
 """Sources: each variant's tree, materialized in a scratch directory, patches applied.
 
-A path source is copied with fresh modification times (`shutil.copy`, not `copy2`): a
+A path source is copied with fresh modification times (`files.copy_tree(keep_times=False)`): a
 file that a patch changed back must look newer than any object built from it, or an
 incremental build keeps the old object. A git source is cloned once per
 workspace into csorch's scratch directory (`git clone --shared` for a local repository,
@@ -22,14 +22,13 @@ import fnmatch
 import hashlib
 import os
 import re
-import shutil
 import stat
 import threading
 from pathlib import Path
 
-from orchestrator import proc
+from orchestrator import files, proc
 from orchestrator.errors import PatchError, ProcessStartError, SourceError
-from orchestrator.files import MAX_DEPTH, TooDeep, file_digest, special_kind, walk
+from orchestrator.files import MAX_DEPTH, PATCH, TooDeep, file_digest, special_kind, walk
 from orchestrator.model import PatchRecord, SourceKind, SourceSpec, SourceTree, Variant
 
 #: names skipped at any depth: VCS data, caches and compiled objects
@@ -66,6 +65,11 @@ OLD_FILE_RE = re.compile(r"^--- (?:a/)?(?P<file>\S+)")
 def _excluded(name: str, top: bool) -> bool:
     patterns = EXCLUDE_ANYWHERE + (EXCLUDE_TOP if top else ())
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def skipped_by_copy(parts: tuple[str, ...]) -> bool:
+    """Whether a path below a source tree (its components) lies in what the copy skips."""
+    return any(_excluded(p, i == 0) for i, p in enumerate(parts))
 
 
 def _walk(root: Path):
@@ -154,8 +158,8 @@ def _copy(src: Path, dest: Path) -> None:
                 skipped.append(name)
         return skipped
 
-    # shutil.copy gives fresh mtimes: see the module docstring
-    shutil.copytree(src, dest, symlinks=True, ignore=ignore, copy_function=shutil.copy)
+    # fresh mtimes: see the module docstring
+    files.copy_tree(src, dest, ignore=ignore, keep_times=False)
     if special:
         more = f" and {len(special) - 5} more" if len(special) > 5 else ""
         raise SourceError(
@@ -168,7 +172,7 @@ def _copy(src: Path, dest: Path) -> None:
 def _hunk(patch: Path, file: str, line: int) -> str:
     """`#k (@@ ... @@)` for the hunk of `file` that starts at old line `line`."""
     current, k = "", 0
-    for text in patch.read_text(errors="replace").splitlines():
+    for text in files.read_text(patch, PATCH, errors="replace").splitlines():
         if m := OLD_FILE_RE.match(text):
             current, k = m["file"], 0
         elif (m := HUNK_RE.match(text)) and current == file:
@@ -234,7 +238,7 @@ class Workspace:
                 key = hashlib.sha256(spec.location.encode()).hexdigest()[:16]
                 dest = self.root / "_repos" / key
                 if dest.exists():
-                    shutil.rmtree(dest)
+                    files.remove_tree(dest)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shared = ["--shared"] if local else []
                 _git(
@@ -279,8 +283,7 @@ class Workspace:
         src = source.resolve()
         if not self.root.is_relative_to(src):
             return
-        parts = self.root.relative_to(src).parts
-        if parts and any(_excluded(p, i == 0) for i, p in enumerate(parts)):
+        if skipped_by_copy(self.root.relative_to(src).parts):
             return
         raise SourceError(
             str(source),
@@ -292,7 +295,7 @@ class Workspace:
         """A fresh tree for `variant` with its patches applied, and its digests."""
         dest = self.root / variant.name
         if dest.exists():
-            shutil.rmtree(dest)
+            files.remove_tree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
         try:
             return self._materialize(variant, spec, dest)
@@ -318,7 +321,7 @@ class Workspace:
         for patch in variant.patches:
             if not patch.is_file():
                 raise PatchError(patch, detail="no such file")
-            patches.append(PatchRecord(patch, file_digest(patch)))
+            patches.append(PatchRecord(patch, file_digest(patch, PATCH)))
             apply_patch(tree, patch)
         if patches:  # a patch can create a link, too
             check_links(tree, spec.location)
@@ -329,4 +332,4 @@ class Workspace:
         unless `keep`."""
         self._clones.clear()
         if not keep and self.root.exists():
-            shutil.rmtree(self.root, ignore_errors=True)
+            files.remove_tree(self.root, ignore_errors=True)

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator import proc
+from orchestrator import files, proc
 from orchestrator.errors import CheckerUnavailable, ProcessStartError
 from orchestrator.model import Finding
 from orchestrator.model.record import Record
@@ -167,13 +167,13 @@ def build(compiler: str, directory: Path) -> Path:
     except ProcessStartError as exc:
         raise CheckerUnavailable("asan", f"{compiler}: {exc.reason}") from None
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(CFLAGS), compiler, version):
+    for part in (files.read_bytes(SOURCE), " ".join(CFLAGS), compiler, version):
         digest.update((part if isinstance(part, bytes) else part.encode()) + b"\0")
     # absolute: LD_PRELOAD is read in the child, which starts in another directory
     out = Path(directory).resolve() / digest.hexdigest()[:24] / LIBRARY
     if out.exists():
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(out.parent, root=Path(directory).resolve())
     # built beside its final name and renamed: a concurrent csorch sees all of it or none
     fd, partial = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=out.parent)
     os.close(fd)

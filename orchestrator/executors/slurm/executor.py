@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator import backends, proc
+from orchestrator import backends, files, proc
 from orchestrator.config.slurm import SlurmSettings, sbatch_argv
 from orchestrator.errors import CsorchError
 from orchestrator.executors import execute
@@ -124,8 +124,8 @@ class _Array:
     # --- submission --------------------------------------------------------------
 
     def write_spool(self) -> Path:
-        (self.spool / "results").mkdir(parents=True, exist_ok=True)
-        self.output.mkdir(parents=True, exist_ok=True)
+        files.make_dirs(self.spool / "results")
+        files.make_dirs(self.output)
         ctx = self.ctx
         context = {
             "experiment": ctx.experiment.to_dict(),
@@ -141,12 +141,13 @@ class _Array:
         _write_json(self.spool / "tasks.json", [j.to_dict() for j in self.jobs])
         script = self.spool / "task.sh"
         path = os.pathsep.join([str(execute.CSORCH_ROOT), "${PYTHONPATH:-}"])
-        script.write_text(
+        files.atomic_write(
+            script,
             "#!/bin/sh\n"
             f"# one attempt of {ctx.experiment.name}/{self.built.variant} per array task\n"
             f'PYTHONPATH="{path}"; export PYTHONPATH\n'
             f"exec {shlex.quote(ctx.python)} -m orchestrator slurm-task "
-            f"{shlex.quote(str(self.spool))}\n"
+            f"{shlex.quote(str(self.spool))}\n",
         )
         script.chmod(0o755)
         return script
@@ -270,7 +271,7 @@ class _Array:
         """A task neither squeue nor sacct reports: done if its result is there, lost
         after a few polls, else not known yet (None)."""
         if result.exists():
-            data = json.loads(result.read_text())
+            data = files.load_json(result)
             return TaskState(tid, "COMPLETED", data.get("node", ""))
         if self.strike(tid) >= LOST_AFTER:
             return TaskState(tid, "UNKNOWN", "", "Slurm no longer reports it")
@@ -295,7 +296,7 @@ class _Array:
         job = self.jobs[index]
         node = state.node
         if result is not None:
-            data = json.loads(result.read_text())
+            data = files.load_json(result)
             attempt = Attempt.from_dict(data["attempt"])
             node = node or data.get("node", "")
         else:
@@ -325,16 +326,14 @@ def _try(state: TaskState) -> str:
 
 def _tail(path: Path, lines: int = 3) -> str:
     try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except FileNotFoundError:
+        text = "\n".join(files.tail(path, 50)).strip().splitlines()
+    except OSError:  # none, or not a file: the reason says the task left no result
         return ""
     return " / ".join(line.strip() for line in text[-lines:])[:400]
 
 
 def _write_json(path: Path, doc: object) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, path)
+    files.atomic_write(path, json.dumps(doc, indent=1))
 
 
 # --- the node's side -----------------------------------------------------------------
@@ -343,11 +342,11 @@ def _write_json(path: Path, doc: object) -> None:
 def work(spool: Path, index: int, array: str, node: str) -> Path:
     """Run task `index` of a spool on this node (as `csorch slurm-task` does) and write
     its Attempt where the driver looks for it; returns that path."""
-    context = json.loads((spool / "context.json").read_text())
-    jobs = json.loads((spool / "tasks.json").read_text())
+    context = files.load_json(spool / "context.json")
+    jobs = files.load_json(spool / "tasks.json")
     if not 0 <= index < len(jobs):
         raise CsorchError(f"{spool}: no task {index} (the spool has {len(jobs)})")
-    built = Build.from_dict(json.loads((spool / "build.json").read_text()))
+    built = Build.from_dict(files.load_json(spool / "build.json"))
     ctx = execute.Context(
         experiment=Experiment.from_dict(context["experiment"]),
         backend=backends.from_task(context),

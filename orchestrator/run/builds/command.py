@@ -6,30 +6,38 @@ the command wrote or changed."""
 
 from __future__ import annotations
 
-import glob
-import os
-import shutil
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator.model import Variant
 from orchestrator.run.builds.step import Context, Step, compile_env
 
 
 def _stamps(root: Path) -> dict[str, tuple[int, int]]:
     out = {}
-    for dirpath, _, files in os.walk(root):
-        for name in files:
+    for dirpath, _, names in files.walk(root):
+        for name in names:
             path = Path(dirpath) / name
             st = path.lstat()
             out[path.relative_to(root).as_posix()] = (st.st_size, st.st_mtime_ns)
     return out
 
 
+def _short(path: Path, tree: Path) -> str:
+    """`path` relative to the tree, cut to a line (a path 1200 directories deep is long)."""
+    rel = path.relative_to(tree).as_posix() if path.is_relative_to(tree) else str(path)
+    return rel if len(rel) <= 80 else rel[:77] + "..."
+
+
 def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> list[str]:
     """Run the argv; the produced files, relative to the entry."""
     before = _stamps(tree)
     step(list(variant.build.command), cwd=tree, env=compile_env(variant, ctx))
-    shutil.copytree(tree, out / "tree", symlinks=True)
+    try:
+        files.copy_tree(tree, out / "tree")
+    except (files.TooDeep, files.NotRegularFile) as exc:  # what the build made, named
+        where = _short(exc.path, tree)
+        raise step.fail(f"the built tree is refused: {exc.strerror}: {where}") from None
     declared = variant.build.import_path
     if declared and not (out / "tree" / declared).is_dir():
         raise step.fail(
@@ -39,7 +47,9 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
     if variant.build.outputs:
         produced = []
         for pattern in variant.build.outputs:
-            matches = sorted(glob.glob(pattern, root_dir=out / "tree", recursive=True))
+            if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+                raise step.fail(f"declared output {pattern!r} leads outside the built tree")
+            matches = files.glob(out / "tree", pattern)
             inside = (out / "tree").resolve()
             for m in matches:  # hashed as this build's binaries: never a file outside it
                 if not (out / "tree" / m).resolve().is_relative_to(inside):

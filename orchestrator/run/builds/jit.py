@@ -5,9 +5,9 @@ JIT import the result once, so an ASan build runs with the ASan runtime preloade
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
+from orchestrator import files
 from orchestrator.backends.asan import backend as asan
 from orchestrator.model import Variant
 from orchestrator.run import buildhelp
@@ -50,6 +50,6 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
         # the loader imports what it built: an instrumented library needs the runtime first
         env |= {"LD_PRELOAD": str(ctx.asan_runtime), "ASAN_OPTIONS": asan.merge_options()}
     step(argv, cwd=tree, env=env)
-    shutil.rmtree(out / "objects", ignore_errors=True)  # the package holds the library
+    files.remove_tree(out / "objects", ignore_errors=True)  # the package holds the library
     if not (out / "pkg").is_dir() or not any((out / "pkg").iterdir()):
         raise step.fail(f"{script.name} left no package in --package-dir")

@@ -12,13 +12,12 @@ the same name); a wheel file or directory is keyed by its content."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 import time
 from pathlib import Path
 
-from orchestrator.files import file_digest
+from orchestrator import files
+from orchestrator.files import INPUT, file_digest
 from orchestrator.model import Distribution, Variant
 from orchestrator.run.builds.pip import install_into
 from orchestrator.run.builds.step import PIP_ENV, Context, Step
@@ -56,10 +55,10 @@ def key_inputs(variant: Variant) -> dict[str, object]:
     """What a prebuilt entry is keyed by besides its spec: the wheel's content."""
     spec = variant.build
     if spec.wheel:
-        return {"wheel_sha256": file_digest(Path(spec.wheel))}
+        return {"wheel_sha256": file_digest(Path(spec.wheel), INPUT)}
     if spec.find_links:
         wheels = sorted(Path(spec.find_links).glob("*.whl"))
-        return {"find_links": {w.name: file_digest(w) for w in wheels}}
+        return {"find_links": {w.name: file_digest(w, INPUT) for w in wheels}}
     return {"read_at": time.time_ns()}  # an index or an environment: read again each run
 
 
@@ -74,18 +73,18 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
     """Install the release into out/pkg; its identity."""
     spec = variant.build
     env = dict(spec.env) | PIP_ENV
-    (out / "wheel").mkdir(parents=True, exist_ok=True)
+    files.make_dirs(out / "wheel")
     if spec.installed:
         meta = out / "installed.json"
         argv = [ctx.python, "-c", _COPY_INSTALLED, spec.installed, str(out / "pkg"), str(meta)]
         step(argv, cwd=out, env=env)
-        found = json.loads(meta.read_text())
+        found = files.load_json(meta)
         meta.unlink()
         origin = f"installed in {ctx.python} ({found['location']})"
         return Distribution(found["name"], found["version"], origin)
     if spec.wheel:
         wheel = out / "wheel" / Path(spec.wheel).name
-        shutil.copyfile(spec.wheel, wheel)
+        files.copy_file(Path(spec.wheel), wheel, kind=INPUT)
         origin = spec.wheel
     else:
         where = ["--no-index", "--find-links", spec.find_links] if spec.find_links else []

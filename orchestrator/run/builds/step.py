@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator import proc
+from orchestrator import files, proc
 from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import Cache
 from orchestrator.errors import BuildError
@@ -60,10 +60,10 @@ def compile_env(variant: Variant, ctx: Context) -> dict[str, str]:
 
 def tail(log: Path) -> str:
     try:
-        lines = log.read_text(errors="replace").splitlines()
+        lines = files.tail(log, TAIL_LINES)
     except FileNotFoundError:
         return ""
-    return "\n".join(lines[-TAIL_LINES:])
+    return "\n".join(lines)
 
 
 class Step:
