@@ -20,7 +20,7 @@ from orchestrator.judge import signature_view
 from orchestrator.judge.causality import Judgement
 from orchestrator.model import Experiment, Outcome
 from orchestrator.model.job import device_label
-from orchestrator.report import provenance, rows
+from orchestrator.report import paths, provenance, rows
 from orchestrator.report.gfm import DASH, code, esc, table
 
 VERDICT_WORDS = {
@@ -76,6 +76,10 @@ def _cell_text(cell: rows.Cell | None) -> str:
     return text + (" ?" if cell.reasons else "")
 
 
+#: a reason longer than this reads as a wall in a table row: cut at a word, in full below
+REASON_CELL = 100
+
+
 def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     attempts = records.attempts
     columns = rows.columns(experiment, attempts)
@@ -93,6 +97,15 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     broken_cases = records.judgement.broken if records.judgement else ()
     not_run = {b.split(": ", 1)[0].split("/", 1)[-1] for b in broken_cases}
     body, last = [], None
+    notes: list[str] = []  # reasons too long for a cell, in full under the table
+
+    def short(why: str) -> str:
+        if len(why) <= REASON_CELL:
+            return esc(why)
+        notes.append(why)
+        cut = why[:REASON_CELL].rsplit(" ", 1)[0]
+        return f"{esc(cut)}… [{len(notes)}]"
+
     for case, node in all_rows:
         made = []
         for c in columns:
@@ -103,12 +116,12 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
         if case in not_run and why:
             why = "not run (broken in every variant alike): " + why
         if node == case:  # a command case, or a case that ran no node: its own row
-            body.append([f"**{esc(case)}**", *cells, esc(why)])
+            body.append([f"**{esc(case)}**", *cells, short(why)])
             continue
         if case != last:  # the case's name heads its nodes
             body.append([f"**{esc(case)}**", *[""] * len(columns), ""])
         last = case
-        body.append([code(label.get(node, node)), *cells, esc(why)])
+        body.append([code(label.get(node, node)), *cells, short(why)])
     legend = (
         "Each cell: the test's outcome over its repeats; under a checker, the reports "
         "attributed to the node (`3 in 2/3`: 3 reports, in 2 of 3 repeats; folded repeats "
@@ -117,7 +130,11 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
         "Nodes are pytest node ids less the prefix they all share; *reason*: why a cell did "
         "not pass or its evidence is inconclusive, with the columns it holds in."
     )
-    return ["### Outcomes per case node", "", legend, "", *table(header, body)]
+    full = [f"[{i}] {esc(why)}" for i, why in enumerate(notes, 1)]
+    return [
+        "### Outcomes per case node", "", legend, "", *table(header, body),
+        *([*(f"{line}  " for line in full), ""] if full else []),
+    ]  # fmt: skip
 
 
 def _findings(view: signature_view.Signatures) -> list[str]:
@@ -270,8 +287,9 @@ def _not_run(
     return ["### What was not run", "", *[f"- {i}" for i in items], ""]
 
 
-def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
-    """The Markdown validation section of a bundle (`bundle.read`'s two documents)."""
+def render(results: Mapping[str, Any], manifest: Mapping[str, Any], where: str = "") -> str:
+    """The Markdown validation section of a bundle (`bundle.read`'s two documents; `where`
+    the bundle's directory), with this machine's paths written relative (`paths`)."""
     records = bundle.records(results)
     experiment = records.experiment
     tools = {a.run: a.checker for a in records.attempts}
@@ -287,4 +305,5 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     lines += _targets(records.judgement)
     lines += _devices(records)
     lines += _not_run(results, experiment, records)
-    return "\n".join(lines).rstrip("\n") + "\n"
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    return paths.scrub(text, paths.anchors(manifest, where))

@@ -89,7 +89,8 @@ def gate_markdown(result: GateResult) -> str:
     ]
     for e in result.experiments:
         reason = (e.reasons[0] if e.reasons else "").replace("|", "\\|")
-        rows.append(f"| {e.name} | {e.verdict.name} | {reason} | `{e.bundle}` |")
+        # the bundle by its name: it lies in the gate's directory, wherever that is
+        rows.append(f"| {e.name} | {e.verdict.name} | {reason} | `{Path(e.bundle).name}` |")
     rows += ["", "| checker | positive controls caught |", "|---|---|"]
     for c in result.liveness:
         rows.append(f"| {c.checker.value} | {', '.join(c.caught_by) or '**none**'} |")
@@ -139,8 +140,35 @@ def gate_report(
     for j in judged:
         if j.bundle and (Path(j.bundle) / bundle.RESULTS).exists():
             results, manifest = bundle.read(j.bundle)
-            sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
-    return "\n".join(sections)
+            marked = allowances.mark_results(results, allow)
+            sections.append(markdown.render(marked, manifest, str(j.bundle)))
+    return fit(sections)
+
+
+#: GitHub's limit on a comment's (and a job summary's) size, less room for a heading
+COMMENT_LIMIT = 65_536 - 1_536
+
+
+def fit(sections: Sequence[str], limit: int = COMMENT_LIMIT) -> str:
+    """The gate's section and each experiment's, joined; where that passes `limit` (a
+    gate of several experiments in one pull-request comment), each experiment keeps
+    its heading, verdict and reasons, and says how to print the rest; a text still too
+    long is cut at a line, saying so. The gate's section always comes whole first."""
+    text = "\n".join(sections)
+    if len(text) <= limit:
+        return text
+    short = [sections[0]]
+    for section in sections[1:]:
+        head = section.split("\n### ", 1)[0].rstrip("\n")
+        short.append(
+            head + "\n\n_The rest of this section is left out to keep the report under "
+            "GitHub's comment limit: `csorch report BUNDLE --format markdown` prints it whole._\n"
+        )
+    text = "\n".join(short)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit("\n", 1)[0]
+    return cut + "\n\n_Cut here to stay under GitHub's comment limit; report.md is whole._\n"
 
 
 def stored_gate(root: Path) -> tuple[GateResult, list[Path]]:
@@ -169,8 +197,9 @@ def gate_dir_report(root: Path, allow: Sequence[Allowance] = ()) -> str:
     sections = [gate_markdown(result)]
     for path in found:
         results, manifest = bundle.read(path)
-        sections.append(markdown.render(allowances.mark_results(results, allow), manifest))
-    return "\n".join(sections)
+        marked = allowances.mark_results(results, allow)
+        sections.append(markdown.render(marked, manifest, str(path)))
+    return fit(sections)
 
 
 def comparison(c: Comparison) -> RenderableType:

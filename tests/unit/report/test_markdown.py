@@ -251,3 +251,40 @@ def test_ambient_signatures_and_broken_cases_are_listed_as_such(cprog_bundles, t
     assert "sum` (ambient)" not in text  # the control's own finding is not the environment's
     not_run = text.split("### What was not run", 1)[1]
     assert "Broken in every variant alike" in not_run and "memcheck/other" in not_run
+
+
+def test_no_path_of_this_machine_reaches_a_comment(cprog_bundles) -> None:
+    """The repository, the bundle, the cache and the home are written relative: a pull
+    request's comment does not carry /home/someone/... or the runner's scratch paths."""
+    path = cprog_bundles["inconclusive"]
+    text = markdown.render(*bundle.read(path), str(path))
+    root = str(Path(__file__).resolve().parents[3])
+    for machine in (root, str(path), str(path.parent / "cache"), str(Path.home())):
+        assert machine not in text, machine
+    assert "--out <bundle> --cache-dir <cache>" in text
+    assert "./tests/fixtures/e2e/c-oob-badpatch.yaml" in text
+
+
+def test_a_long_reason_is_cut_in_its_cell_and_given_whole_below(cprog_bundles) -> None:
+    text = render(cprog_bundles["inconclusive"])
+    (row,) = [cells(r) for r in table_rows(text, "| case |")[2:]]
+    assert len(row[-1]) <= markdown.REASON_CELL + 6 and row[-1].endswith("… [1]"), row[-1]
+    (note,) = [line for line in text.splitlines() if line.startswith("[1] ")]
+    assert note.rstrip().endswith("the hunk's context is not in the file")
+
+
+def test_a_gate_too_long_for_one_comment_keeps_every_verdict() -> None:
+    from orchestrator.report import verdicts
+
+    gate = "## Release gate `g`: **FAIL**\n\n- why\n"
+    sections = [gate] + [
+        f"## Validation: `e{i}`: FAIL\n\n**Verdict: FAIL**\n\n- reason {i}\n\n### Setup\n\n"
+        + "x" * 20_000
+        for i in range(5)
+    ]
+    text = verdicts.fit(sections)
+    assert len(text) <= verdicts.COMMENT_LIMIT and text.startswith(gate)
+    for i in range(5):
+        assert f"## Validation: `e{i}`: FAIL" in text and f"- reason {i}" in text
+    assert "GitHub's comment limit" in text
+    assert verdicts.fit(sections[:2]) == "\n".join(sections[:2])  # short: as it was
