@@ -1,4 +1,4 @@
-"""`csorch report BUNDLE --format table|markdown|junit|sarif|json`.
+"""`csorch report BUNDLE --format table|markdown|junit|sarif|html|json|github`.
 
 Renders a stored bundle; runs and judges nothing (the verdict shown is the one the
 bundle recorded, once `bundle.trust` has checked it: a bundle that does not verify, is
@@ -125,7 +125,7 @@ def report_command(
         ),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | html | json")
+        str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | html | json | github (Actions annotations)")
     ] = "table",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write the report here, not to stdout")

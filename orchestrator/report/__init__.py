@@ -1,5 +1,6 @@
 """Renderers of a run's records: the terminal table (`table`, Rich renderables), and the
-text formats of a stored bundle (Markdown, JUnit, SARIF, HTML, JSON) through `render`.
+text formats of a stored bundle (Markdown, JUnit, SARIF, HTML, JSON, GitHub Actions
+annotations) through `render`.
 Rich is imported only here and in the CLI.
 """
 
@@ -9,7 +10,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from orchestrator.report import html, junit, markdown, sarif
+from orchestrator.report import html, junit, markdown, sarif, workflow
 
 
 def _json(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
@@ -25,6 +26,7 @@ FORMATS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], str]] = {
     "sarif": sarif.render,
     "html": html.render,
     "json": _json,
+    "github": workflow.render,
 }
 
 

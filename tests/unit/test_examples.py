@@ -81,3 +81,54 @@ def test_the_config_examples_name_the_editors_schema() -> None:
         first = path.read_text().splitlines()[0]
         assert first == f"# yaml-language-server: $schema=../docs/schema/{kind}.schema.json"
         assert (path.parent / first.split("=", 1)[1]).is_file()
+
+
+def _step(name: str) -> str:
+    (step,) = [s for s in workflow()["jobs"]["gate"]["steps"] if s.get("name", "").startswith(name)]
+    return step["run"]
+
+
+@pytest.mark.process
+def test_the_reports_step_reports_every_bundle_when_one_does_not_verify(
+    cprog_bundles, tmp_path: Path
+) -> None:
+    """The step as a script, under the runner's `bash -e`, with the real csorch: a bundle
+    that fails `verify` used to end the loop, so the good bundles got no report."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    out = tmp_path / "gate"
+    for name in ("a-tampered", "b-fail", "c-pass"):
+        src = cprog_bundles["pass" if name != "b-fail" else "fail"]
+        shutil.copytree(src, out / name)
+    log = out / "a-tampered" / "results.json"
+    log.write_text(log.read_text().replace('"verdict": "pass"', '"verdict": "fail"'))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "csorch").write_text(f'#!/bin/sh\nexec {sys.executable} -m orchestrator "$@"\n')
+    (bin_dir / "csorch").chmod(0o755)
+    env = {**os.environ, "OUT": str(out), "PYTHONPATH": str(ROOT),
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-e", "-c", _step("Reports")], env=env, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # the step says one did not verify
+    assert "::warning::a-tampered does not verify" in done.stdout
+    for name in ("a-tampered", "b-fail", "c-pass"):
+        for suffix in (".sarif", ".junit.xml", ".html"):
+            assert (out / "reports" / f"{name}{suffix}").is_file(), (name, suffix, done.stderr)
+    assert "::error title=csorch c-oob-nofix%3A FAIL::" in done.stdout
+    assert "::notice title=csorch c-oob%3A PASS::" in done.stdout
+
+
+def test_the_workflow_installs_from_a_checkout_into_a_venv_with_the_runner_s_torch() -> None:
+    doc = workflow()
+    install = _step("Install csorch")
+    assert "python3 -m venv --system-site-packages" in install and "GITHUB_PATH" in install
+    assert "pip install" not in install.replace('"$VENV/bin/python" -m pip install', "")
+    assert doc["jobs"]["gate"]["env"]["CSORCH"].endswith("|| '.' }}")
+    uses = [s.get("uses", "") for s in doc["jobs"]["gate"]["steps"]]
+    assert "github/codeql-action/upload-sarif@v4" in uses  # v3 is deprecated
