@@ -34,6 +34,7 @@ Pure but for one look: whether a `.git` exists above the source.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -45,12 +46,15 @@ from orchestrator import bundle
 from orchestrator.findings.signatures import top_frames
 from orchestrator.judge import signature_view
 from orchestrator.model import Experiment, Finding, Signature, SourceKind
+from orchestrator.report import patchlines
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 VERSION = "2.1.0"
 FINGERPRINT_KEY = "csorchSignature/v1"
+#: the result's own: the signature in one variant and run (`_result_fingerprint`)
+RESULT_KEY = "csorchResult/v1"
 #: the repository root, as code scanning names it (CodeQL writes the same)
 BASE = "%SRCROOT%"
 
@@ -72,11 +76,25 @@ def _rule_name(sig: Signature) -> str:
 def _rule(sig: signature_view.SignatureView) -> dict[str, Any]:
     label = sig.label
     frames = " <- ".join(sig.signature.frames)
+    full = label + (f"; top frames: {frames}" if frames else "")
+    help_text = (
+        f"{sig.signature.checker} reported {label}. In the fix variant it means the fix "
+        "does not remove this defect (or adds it); in a control it is the defect the "
+        "control exists to reproduce. The result's properties name the variant, run, "
+        "case and repeats; `csorch report BUNDLE` shows the bundle, and its logs hold "
+        "the checker's whole report."
+    )
     return {
         "id": rule_id(sig.signature, sig.fingerprint),
         "name": _rule_name(sig.signature),
         "shortDescription": {"text": label},
-        "fullDescription": {"text": label + (f"; top frames: {frames}" if frames else "")},
+        "fullDescription": {"text": full},
+        # code scanning asks every rule for help (GitHub's ingestion rule GH2012)
+        "help": {
+            "text": help_text,
+            "markdown": help_text.replace(label, f"`{label}`", 1)
+            + (f"\n\nTop frames: `{frames}`" if frames else ""),
+        },
         "defaultConfiguration": {"level": "error"},
         "properties": {
             "signature": sig.signature.to_dict(),
@@ -165,19 +183,31 @@ def _location(
     roots: Sequence[Path],
     tree: str | None,
     fallbacks: Sequence[tuple[str, str]],
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """([the one location], the properties saying where it came from)."""
+    patches: Sequence[tuple[str, str]] = (),
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """([the one location], the properties saying where it came from); a frame's line
+    in a patched tree is mapped back to the repository's through `patches` (the
+    variant's (file, sha256), `patchlines`)."""
     frames = top_frames(finding.frames) or top_frames(f for f in finding.host_frames if f.function)
     with_file = [f for f in frames if f.file and f.line]
     physical: dict[str, Any] = {}
     source = ""
+    moved: dict[str, Any] = {}
     for frame in with_file:
         rel = _relative(frame.file, roots) if tree is not None else None
         if rel:
             uri = f"{tree}/{rel}" if tree else rel
+            line = int(frame.line or 0)
+            if patches:
+                back = patchlines.in_repository(patches, rel, line)
+                if back is None:  # a patch gone or changed since: say whose line it is
+                    moved = {"lineIn": "patched tree"}
+                elif back != line:
+                    moved = {"patchedLine": line}
+                    line = back
             physical = {
                 "artifactLocation": {"uri": quote(uri), "uriBaseId": BASE},
-                "region": {"startLine": int(frame.line or 0)},
+                "region": {"startLine": line},
             }
             source = "frame"
             break
@@ -187,14 +217,88 @@ def _location(
     location: dict[str, Any] = {"physicalLocation": physical}
     if sig.function:
         location["logicalLocations"] = [{"name": sig.function, "kind": "function"}]
-    props = {"locationFrom": source}
+    props: dict[str, Any] = {"locationFrom": source, **moved}
     if with_file and source != "frame":
         props["topFrame"] = f"{with_file[0].file}:{with_file[0].line}"
     return [location], props
 
 
+def _patches(manifest: Mapping[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """Each variant's patches as the run recorded them: (file, sha256), in order."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for source in manifest.get("sources") or ():
+        if isinstance(source, Mapping) and isinstance(source.get("variant"), str):
+            out[source["variant"]] = [
+                (str(p.get("path", "")), str(p.get("sha256", "")))
+                for p in source.get("patches") or ()
+                if isinstance(p, Mapping)
+            ]
+    return out
+
+
+def _result_fingerprint(fingerprint: str, variant: str, run: str) -> str:
+    """The result's own identity: the signature's, in this variant and run. Code scanning
+    merges results that share their fingerprints: the fix's finding must not vanish into
+    the control's alert of the same defect."""
+    return hashlib.sha256(f"{fingerprint}/{variant}/{run}".encode()).hexdigest()[:32]
+
+
+def _outcome_results(
+    experiment: Experiment, records: bundle.Records, places: _Places, rules: dict
+) -> list[dict[str, Any]]:
+    """A result per failed case where a target is a test's outcome (a regression signal
+    with no checker finding): an error in the fix, a note in a control, at the case's
+    test file."""
+    wanted = [t for t in (experiment.expect.targets if experiment.expect else ()) if t.outcome]
+    if not wanted:
+        return []
+    out = []
+    failed: dict[tuple[str, str, str], int] = {}
+    for a in records.attempts:
+        if a.conclusive and a.outcome in {t.outcome for t in wanted}:
+            key = (a.variant, a.run, a.case)
+            failed[key] = failed.get(key, 0) + 1
+    for (variant, run, case), count in sorted(failed.items()):
+        role = experiment.role(variant)
+        rid = f"outcome.case-{_WORD_RE.sub('-', case).strip('-')}"
+        if rid not in rules:
+            text = f"case {case} ended as a target names (a test outcome, no checker finding)"
+            rules[rid] = {
+                "id": rid,
+                "name": "CaseOutcome",
+                "shortDescription": {"text": f"case {case} failed"},
+                "fullDescription": {"text": text},
+                "help": {"text": text, "markdown": text},
+                "defaultConfiguration": {"level": "error"},
+            }
+        uri, source = next(iter(places.fallbacks(case)), (".", "repository"))
+        where = {"artifactLocation": {"uri": quote(uri), "uriBaseId": BASE}}
+        n = experiment.repeats_for(experiment.run(run))
+        out.append(
+            {
+                "ruleId": rid,
+                "level": "note" if role == "control" else "error",
+                "message": {
+                    "text": f"case {case} failed in {count} of {n} repeats (variant {variant}"
+                    f"{f', the {role}' if role else ''}; run {run})"
+                },
+                "locations": [{"physicalLocation": where}],
+                "partialFingerprints": {
+                    FINGERPRINT_KEY: hashlib.sha256(rid.encode()).hexdigest(),
+                    RESULT_KEY: _result_fingerprint(rid, variant, run),
+                },
+                "properties": {"variant": variant, "role": role or "other", "run": run,
+                               "case": case, "repeats": count, "of": n, "locationFrom": source},
+            }
+        )  # fmt: skip
+    return out
+
+
 def _results(
-    experiment: Experiment, records: bundle.Records, places: _Places
+    experiment: Experiment,
+    records: bundle.Records,
+    places: _Places,
+    patches: Mapping[str, Sequence[tuple[str, str]]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(results, rules): rules in the order their first result came."""
     rules: dict[str, dict[str, Any]] = {}
@@ -225,8 +329,9 @@ def _results(
             )
             roots = trees.get(variant, [])
             locations, where = _location(
-                tally.example, sig.signature, roots, places.tree(variant), places.fallbacks(case)
-            )
+                tally.example, sig.signature, roots, places.tree(variant),
+                places.fallbacks(case), patches.get(variant, ()),
+            )  # fmt: skip
             marks: dict[str, Any] = {"ambient": True} if sig.ambient else {}
             if sig.follows:
                 marks["follows"] = sig.follows
@@ -236,7 +341,10 @@ def _results(
                 "level": "note" if role == "control" else "error",
                 "message": {"text": message},
                 "locations": locations,
-                "partialFingerprints": {FINGERPRINT_KEY: sig.fingerprint},
+                "partialFingerprints": {
+                    FINGERPRINT_KEY: sig.fingerprint,
+                    RESULT_KEY: _result_fingerprint(sig.fingerprint, variant, run),
+                },
                 "properties": {
                     "variant": variant,
                     "role": role or "other",
@@ -260,6 +368,10 @@ def _results(
                     {"kind": "external", "status": "accepted", "justification": tally.tolerance()}
                 ]
             out.append(result)
+    for result in _outcome_results(experiment, records, places, rules):
+        index.setdefault(result["ruleId"], len(index))
+        result["ruleIndex"] = index[result["ruleId"]]
+        out.append(result)
     return out, list(rules.values())
 
 
@@ -270,7 +382,7 @@ def render(
     the repository holding the experiment's source)."""
     records = bundle.records(results)
     experiment = records.experiment
-    found, rules = _results(experiment, records, _Places(experiment, root))
+    found, rules = _results(experiment, records, _Places(experiment, root), _patches(manifest))
     judgement = records.judgement
     backend = results.get("backend", {})
     invocation: dict[str, Any] = {

@@ -63,7 +63,11 @@ def test_rule_ids_and_fingerprints_are_stable_across_runs(cprog_bundles) -> None
         for result in run["results"]:
             assert result["ruleId"] == rule["id"] and result["ruleIndex"] == 0
             (fp,) = {fingerprint(signature(f)) for f in findings(path)}
-            assert result["partialFingerprints"] == {sarif.FINGERPRINT_KEY: fp}
+            said = result["partialFingerprints"]
+            assert said[sarif.FINGERPRINT_KEY] == fp
+            props = result["properties"]
+            own = sarif._result_fingerprint(fp, props["variant"], props["run"])
+            assert said == {sarif.FINGERPRINT_KEY: fp, sarif.RESULT_KEY: own}
             assert rule["id"] == f"asan.heap-buffer-overflow.{fp[:16]}"
     assert len(ids) == 1
     addresses = {f.address for p in cprog_bundles.values() for f in findings(p)}
@@ -159,3 +163,57 @@ def test_uris_relative_to_a_root_given(cprog_bundles) -> None:
     (result,) = doc["runs"][0]["results"]
     uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri == "fixtures/e2e/cprog/pick.c"
+
+
+def test_the_fix_s_result_is_its_own_alert_at_the_repository_s_line(cprog_bundles) -> None:
+    """The no-fix config's patch adds a line above the defect: the fix's frame names line
+    10 of the patched tree; the repository (and the control) has it at line 9. The fix's
+    result used to point at 10 and share its fingerprints with the control's (one alert)."""
+    run = log(cprog_bundles["fail"])["runs"][0]
+    by = {r["properties"]["variant"]: r for r in run["results"]}
+    fixed, control = by["fixed"], by["control"]
+    line = lambda r: r["locations"][0]["physicalLocation"]["region"]["startLine"]  # noqa: E731
+    assert line(control) == 9 and line(fixed) == 9
+    assert fixed["properties"]["patchedLine"] == 10
+    assert fixed["partialFingerprints"] != control["partialFingerprints"]
+
+
+def test_every_rule_has_help_as_code_scanning_asks(cprog_bundles) -> None:
+    for path in cprog_bundles.values():
+        for rule in log(path)["runs"][0]["tool"]["driver"]["rules"]:
+            assert rule["help"]["text"] and rule["help"]["markdown"], rule
+
+
+def test_patch_lines_map_back_to_the_original() -> None:
+    from orchestrator.report.patchlines import original
+
+    patch = (ROOT / "tests" / "fixtures" / "e2e" / "comment-only.patch").read_text()
+    # the comment goes in at line 8; everything from there moves down by one
+    assert [original(patch, "pick.c", n) for n in (7, 8, 9, 10, 20)] == [7, 8, 8, 9, 19]
+    assert original(patch, "other.c", 10) == 10
+    flood = (ROOT / "tests" / "fixtures" / "e2e" / "fix-flood.patch").read_text()
+    # a line removed above and one added below: the lines between keep their place
+    assert original(flood, "flood.c", 9) == 10 and original(flood, "flood.c", 30) == 30
+
+
+def test_a_target_that_is_a_test_outcome_gives_results(cprog_bundles, tmp_path) -> None:
+    """An experiment whose target is `outcome: failed` gave 0 results: nothing for code
+    scanning to show on a failing fix."""
+    from unit.report.test_markdown import edited
+
+    def outcome_target(results: dict[str, Any]) -> None:
+        target = results["experiment"]["expect"]["targets"][0]
+        target.update({k: "" for k in ("checker", "kind", "access", "function")}, outcome="failed")
+        for a in results["attempts"]:
+            if a["run"] == "plain":
+                a["outcome"] = "failed"
+
+    path = edited(cprog_bundles["pass"], tmp_path, outcome_target)
+    run = json.loads(sarif.render(*bundle.read(path)))["runs"][0]
+    cases = [r for r in run["results"] if r["ruleId"].startswith("outcome.")]
+    assert {(r["properties"]["variant"], r["level"]) for r in cases} == {
+        ("fixed", "error"),
+        ("control", "note"),
+    }
+    rule = run["tool"]["driver"]["rules"][cases[0]["ruleIndex"]]
+    assert rule["id"] == cases[0]["ruleId"] and rule["help"]["text"]
