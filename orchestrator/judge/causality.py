@@ -38,6 +38,7 @@ from orchestrator.model import (
     Attempt,
     Build,
     Checker,
+    Expectations,
     Experiment,
     Finding,
     Outcome,
@@ -338,6 +339,31 @@ def uncovered(
     return tuple(_uncovered(index, _targets(index, _k_of(experiment))))
 
 
+def _swapped(index: _Index, expect: Expectations) -> str:
+    """Where the fix shows what the controls do not (reports, failed cases): said, with
+    the question whether the roles are the wrong way round ("" where it does not)."""
+
+    def shown(variant: str) -> tuple[int, int]:
+        reports = failed = 0
+        for (v, _, _), attempts in index.by.items():
+            if v != variant:
+                continue
+            for a in attempts:
+                reports += sum(f.count for f in judged_findings(a))
+                failed += a.conclusive and a.outcome is Outcome.FAILED
+        return reports, failed
+
+    fix = shown(expect.fix)
+    controls = [shown(c) for c in expect.controls]
+    if fix == (0, 0) or any(c != (0, 0) for c in controls):
+        return ""
+    return (
+        f"; yet {expect.fix} itself shows {fix[0]} checker report(s) and {fix[1]} failed "
+        f"case attempt(s), where the controls ({', '.join(expect.controls)}) show none: "
+        "are the fix and the control the wrong way round?"
+    )
+
+
 def causality(
     experiment: Experiment,
     attempts: Iterable[Attempt],
@@ -368,7 +394,7 @@ def causality(
     if not expect.targets and not targets:
         unsure.append(
             f"the controls share no finding or failure reproduced in k of N "
-            f"repeats: nothing for {expect.fix} to remove"
+            f"repeats: nothing for {expect.fix} to remove" + _swapped(index, expect)
         )
     all_hits: list[Hits] = []
     judged = [(t, r) for t in targets for r in experiment.runs if t.applies(r, index.tool(r))]

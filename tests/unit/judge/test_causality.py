@@ -434,3 +434,21 @@ def test_a_near_miss_names_the_one_field_that_differs() -> None:
     assert near_miss(TargetPattern(kind="heap-buffer-overflow"), sig) == ""  # it matches
     assert near_miss(TargetPattern(kind="x", size=8), sig) == ""  # two fields
     assert near_miss(TargetPattern(outcome=Outcome.FAILED), sig) == ""
+
+
+def test_a_swapped_claim_names_what_the_fix_itself_shows() -> None:
+    """The "fix" carries the defect and the "control" is clean: INCONCLUSIVE "nothing to
+    remove", as before, but naming the fix's reports and failed cases and asking."""
+    exp = factories.experiment(runs=("memcheck",), repeats=1)
+    uaf = factories.finding("heap-use-after-free", count=300)
+    attempts = [
+        factories.attempt("fixed", "memcheck", "case", 0, uaf, outcome=Outcome.FAILED),
+        factories.attempt("control", "memcheck", "case", 0),
+    ]
+    judged = judge.causality(exp, attempts)
+    assert judged.verdict is Verdict.INCONCLUSIVE
+    (reason,) = [r for r in judged.reasons if "nothing for fixed to remove" in r]
+    assert "fixed itself shows 300 checker report(s) and 1 failed case attempt(s)" in reason
+    assert "the wrong way round?" in reason
+    both = [attempts[0], factories.attempt("control", "memcheck", "case", 0, uaf)]
+    assert all("wrong way" not in r for r in judge.causality(exp, both).reasons)
