@@ -30,6 +30,7 @@ from orchestrator.model import (
     CaseKind,
     Checker,
     Experiment,
+    Outcome,
     Run,
     SourceKind,
     SourceSpec,
@@ -192,6 +193,38 @@ def verdict(builds: Iterable[Build], attempts: Iterable[Attempt]) -> Judgement:
         for a in attempts
         if a.inconclusive_reason
     ]
+    hints = _hints(attempts)
     if unsure or not attempts:
-        return Judgement(Verdict.INCONCLUSIVE, tuple(unsure) or ("nothing ran",))
-    return Judgement(Verdict.PASS, ("no finding in any attempt",))
+        return Judgement(Verdict.INCONCLUSIVE, (*(unsure or ("nothing ran",)), *hints))
+    return Judgement(Verdict.PASS, ("no finding in any attempt", *_failed(attempts), *hints))
+
+
+#: pytest's words for a module the tests import and cannot find
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+
+
+def _failed(attempts: Sequence[Attempt]) -> tuple[str, ...]:
+    """A PASS with failed tests says so: a scan judges the checker's findings, not the
+    tests' outcomes, and a reader of PASS must not take the tests for green."""
+    bad = sorted({a.case for a in attempts if a.outcome in (Outcome.FAILED, Outcome.ERROR)})
+    if not bad:
+        return ()
+    return (
+        f"but tests failed or errored in {', '.join(bad)}: a scan's PASS says only that "
+        "the checker found nothing in what ran (see the table)",
+    )
+
+
+def _hints(attempts: Sequence[Attempt]) -> tuple[str, ...]:
+    """What to do where the tests could not even import what they test."""
+    missing = sorted(
+        {m[1] for a in attempts for n in a.nodes for m in _MISSING.finditer(n.detail)}
+        | {m[1] for a in attempts for m in _MISSING.finditer(a.error or "")}
+    )
+    if not missing:
+        return ()
+    return (
+        f"the tests could not import {', '.join(missing)}: a scan runs them on the tree as "
+        "it is; build it first (--build jit, wheel or a command such as 'make') or install "
+        "it where the tests' Python finds it",
+    )

@@ -87,3 +87,26 @@ def test_verdict_fail_on_a_finding_inconclusive_on_bad_evidence_else_pass() -> N
     broken = [Build(scan.VARIANT, BuildKind.COMMAND, ok=False, error="make: *** no rule")]
     assert scan.verdict(broken, []).reasons == ("tree did not build: make: *** no rule",)
     assert scan.verdict(built, [_attempt()]).verdict is Verdict.PASS
+
+
+def test_a_pass_with_failed_tests_says_so() -> None:
+    """`scan` said PASS while a test failed: true of the checker, read as green."""
+    from orchestrator.model import NodeResult, Outcome
+
+    built = [Build(scan.VARIANT, BuildKind.COMMAND, ok=True)]
+    failed = _attempt(outcome=Outcome.FAILED, nodes=(NodeResult("t.py::test_a", Outcome.FAILED),))
+    judged = scan.verdict(built, [failed])
+    assert judged.verdict is Verdict.PASS  # what a scan judges is the checker's findings
+    assert any("but tests failed or errored in" in r for r in judged.reasons)
+    assert not any("failed" in r for r in scan.verdict(built, [_attempt()]).reasons)
+
+
+def test_a_module_the_tests_cannot_import_gets_a_hint() -> None:
+    """`scan` of an extension without --build ended in a bare ModuleNotFoundError."""
+    from orchestrator.model import NodeResult, Outcome
+
+    built = [Build(scan.VARIANT, BuildKind.COMMAND, ok=True)]
+    node = NodeResult("t.py", Outcome.ERROR, "ModuleNotFoundError: No module named 'myext._C'")
+    judged = scan.verdict(built, [_attempt(outcome=Outcome.ERROR, nodes=(node,))])
+    (hint,) = [r for r in judged.reasons if "could not import" in r]
+    assert "myext._C" in hint and "--build" in hint
