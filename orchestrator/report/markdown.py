@@ -11,6 +11,7 @@ what the run found are here. Pure: documents in, text out.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -137,6 +138,15 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
     ]  # fmt: skip
 
 
+#: a frame with a file and line (`sum (pick.c:9)`), not a bare symbol or module offset
+_LINE = re.compile(r":\d+\)?$")
+#: why a signature's frames have no file:line, and what gives them one
+NO_LINES = (
+    "no file:line: the binary carries no line table (stripped, or built without -g); "
+    "build it with -g, or nvcc -lineinfo for device code, to see where"
+)
+
+
 def _findings(view: signature_view.Signatures) -> list[str]:
     pairs = [c for c in view.columns if c.checked]
     shown = [
@@ -172,6 +182,8 @@ def _findings(view: signature_view.Signatures) -> list[str]:
             line += f" (below {', '.join(code(f) for f in sig.library)})"
         if sig.freed:
             line += "; freed at " + " ← ".join(code(f) for f in sig.freed)
+        if not any(_LINE.search(f) for f in sig.frames):
+            line += f" ({NO_LINES})"
         frames.append(line)
     note = (
         "Counts are reports, folded repeats included (repeats with the signature out of "

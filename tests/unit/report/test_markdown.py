@@ -288,3 +288,18 @@ def test_a_gate_too_long_for_one_comment_keeps_every_verdict() -> None:
         assert f"## Validation: `e{i}`: FAIL" in text and f"- reason {i}" in text
     assert "GitHub's comment limit" in text
     assert verdicts.fit(sections[:2]) == "\n".join(sections[:2])  # short: as it was
+
+
+def test_frames_without_file_and_line_are_explained(cprog_bundles, tmp_path) -> None:
+    """A stripped .so gives frames of bare symbols: the report says why and what to do."""
+
+    def stripped(results: dict[str, Any]) -> None:
+        for a in results["attempts"]:
+            for f in (a["parse"] or {}).get("findings", []):
+                for frame in f["frames"]:
+                    frame.update(file="", line=None, module="/opt/libpick.so")
+
+    text = render(edited(cprog_bundles["fail"], tmp_path, stripped))
+    (line,) = [x for x in text.splitlines() if x.startswith("- `") and "sum" in x]
+    assert markdown.NO_LINES in line
+    assert markdown.NO_LINES not in render(cprog_bundles["fail"])
