@@ -125,7 +125,12 @@ def report_command(
         ),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table | markdown | junit | sarif | html | json | github (Actions annotations)")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table | markdown | junit | sarif | html | json | github (Actions annotations)",
+        ),
     ] = "table",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="write the report here, not to stdout")

@@ -1,7 +1,9 @@
 """A target for a config that has none: after a run whose `expect` gives no `target`, the
 signatures every control shows (in k of N repeats of a run) and the fix shows in no
 repeat, as `TargetPattern`s and as a `target:` block to paste into the config. A plain
-run adds the cases every control fails and the fix does not. Pure."""
+run adds the cases every control fails and the fix does not, only where no checker
+signature qualifies (a flaky test would make the verdict FAIL), marked so in the block.
+Pure."""
 
 from __future__ import annotations
 
@@ -79,7 +81,18 @@ def propose(experiment: Experiment, attempts: Iterable[Attempt]) -> tuple[Target
         for key, pattern in sorted((shared or {}).items()):
             if key not in in_fix:
                 found.setdefault(key, pattern)
-    return tuple(dict.fromkeys(found.values()))
+    proposed = tuple(dict.fromkeys(found.values()))
+    # a test's outcome is the weaker evidence: one flaky failure in the fix makes the
+    # verdict FAIL; where the checker gives signatures, they are the target alone
+    signatures = tuple(p for p in proposed if p.outcome is None)
+    return signatures or proposed
+
+
+#: said beside a proposed test-outcome target
+FLAKY = (
+    "a test outcome: one flaky failure of this test in the fix makes the verdict FAIL; "
+    "keep it only if the test fails every time the defect is there"
+)
 
 
 def _scalar(value: object) -> str:
@@ -96,5 +109,6 @@ def target_block(patterns: Iterable[TargetPattern]) -> str:
     lines = ["target:"]
     for p in patterns:
         fields = {k: v for k, v in p.to_dict().items() if v not in ("", None)}
-        lines.append("  - {" + ", ".join(f"{k}: {_scalar(v)}" for k, v in fields.items()) + "}")
+        line = "  - {" + ", ".join(f"{k}: {_scalar(v)}" for k, v in fields.items()) + "}"
+        lines.append(line + (f"  # {FLAKY}" if p.outcome is not None else ""))
     return "\n".join(lines) + "\n"
