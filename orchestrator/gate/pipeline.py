@@ -126,6 +126,7 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     policy = load_policy(policies[0]) if policies else default_policy(extra)
     listed = list(dict.fromkeys([*policy.experiments, *extra]))
     experiments = tuple(load_experiment(c) for c in listed)
+    _one_name_each(experiments)
     # each experiment's own executor: and slurm: block, the flags over them
     pairs = list(settings.slurm) if settings.slurm else None
     for e in experiments:
@@ -134,6 +135,20 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     for executor in runners:
         check_local_only(executor, settings.devices)
     return Plan(policy, experiments, runners)
+
+
+def _one_name_each(experiments: Sequence[Experiment]) -> None:
+    """CsorchError (usage) naming both configs when two experiments share a name: each
+    experiment's bundle is OUT/<name>, and a gate judges experiments by name."""
+    seen: dict[str, Experiment] = {}
+    for e in experiments:
+        if e.name in seen:
+            raise CsorchError(
+                f"two experiments of the gate are named {e.name!r}: {seen[e.name].config} "
+                f"and {e.config}",
+                hint="give each experiment config its own `name:`",
+            )
+        seen[e.name] = e
 
 
 def fresh(path: Path) -> bool:
