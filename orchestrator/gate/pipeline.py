@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import backends, host
+from orchestrator.bundle import signing
 from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
@@ -28,7 +29,7 @@ from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
 from orchestrator.files import TooDeep, atomic_write, remove_partial_writes
 from orchestrator.files import walk as files_walk
-from orchestrator.gate import manifest, signing, stored
+from orchestrator.gate import manifest, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
     GateResult,
@@ -280,9 +281,11 @@ def run(
         request = resumed(request, "gate")
     elif not request.configs:
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
-    settings = request.settings
-    if request.sign is not None and not request.sign.is_file():
-        raise CsorchError(f"--sign {request.sign}: no such key file", hint="an SSH private key")
+    # the key given, else the one the gate being resumed was started with
+    sign = request.sign or request.settings.sign
+    settings = dataclasses.replace(request.settings, sign=sign.resolve() if sign else None)
+    if sign is not None and not sign.is_file():
+        raise CsorchError(f"--sign {sign}: no such key file", hint="an SSH private key")
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
     places.check_cache(settings.cache, places.sources(plan.experiments))
@@ -335,7 +338,7 @@ def run(
         live = [a for a in plan.policy.allow if not a.expired(today or datetime.date.today())]
         text = (render or plain)(result, judged, live)
         try:
-            finish(out, result, judged, text, request.sign)
+            finish(out, result, judged, text, sign)
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
     return GateRun(result, tuple(judged), plan, out, tuple(runs))
