@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.bundle.layout import (
-    COVERED,
     MANIFEST,
     MANIFEST_SCHEMA,
     RESULTS,
@@ -185,15 +184,16 @@ def stated(v: Verification | None, tampered: Sequence[str] = ()) -> str:
     return f"evidence: unsigned: {UNSIGNED}"
 
 
-#: a run's own narrowing, read from its journal's first line (a begin line is small)
-_BEGIN_BOUND = 1 << 20
+#: a run's own narrowing (`--case`) is read from its journal's first line, the begin
+#: line (small: its settings and command)
+_JOURNAL, _BEGIN_BOUND = "journal.jsonl", 1 << 20
 _COPY = "judged from the experiment copied into results.json"
 
 
 def _selected(root: Path) -> tuple[str, ...]:
     """The `--case` names the run was started with (its journal's begin line; () none)."""
     try:
-        with open_regular(root / COVERED[0]) as f:
+        with open_regular(root / _JOURNAL) as f:
             begin = loads(f.readline(_BEGIN_BOUND).decode("utf-8"))
         cases = begin["settings"]["cases"]
     except (OSError, ValueError, KeyError, TypeError):
