@@ -64,7 +64,7 @@ class Request(RunRequest):
     stored bundles to judge again (`stored`: run nothing)."""
 
     stored: tuple[Path, ...] = ()
-    sign: Path | None = None  # an SSH private key: sign the gate's manifest (gate/signing)
+    sign: Path | None = None  # an SSH private key: sign the gate's manifest (bundle/signing)
 
 
 @dataclass(frozen=True)
