@@ -285,7 +285,11 @@ def run(
     sign = request.sign or request.settings.sign
     settings = dataclasses.replace(request.settings, sign=sign.resolve() if sign else None)
     if sign is not None and not sign.is_file():
-        raise CsorchError(f"--sign {sign}: no such key file", hint="an SSH private key")
+        raise CsorchError(
+            f"--sign {sign}: no such key file",
+            hint="an SSH private key (a resumed gate signs with the key it began with; "
+            "--sign KEY gives another)",
+        )
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
     places.check_cache(settings.cache, places.sources(plan.experiments))
