@@ -5,7 +5,8 @@
     OUT/steps/NN-SHA/    each step's bundle, with probe.json (its decision) beside it
 
 An interrupted bisection loses only the step in flight: `csorch bisect --resume OUT`,
-or the same command again with the same --out, continues from the file. A resume must
+or the same command again with the same --out, continues from the file, with every mark
+re-derived from its step bundle (`rederive`), not read from it. A resume must
 be the same search (config digest, repository, subdir, ends, direction, variant,
 backend, repeats); anything else is refused rather than mixing the steps of two
 searches. Nothing here prints: progress goes to a `Reporter`, which the CLI draws.
@@ -25,7 +26,7 @@ from orchestrator import bisect
 from orchestrator.backends import Choice
 from orchestrator.bisect import evaluator
 from orchestrator.bisect.evaluator import Evaluation, Subject
-from orchestrator.bisect.state import Bisection, Commit, Status, round_of
+from orchestrator.bisect.state import Bisection, Commit, Mark, Status, round_of
 from orchestrator.errors import CsorchError
 from orchestrator.executors.base import Executor
 from orchestrator.files import atomic_write, load_json
@@ -146,6 +147,49 @@ def begin(out: Path, search: Search, settings: Settings, commits: tuple[Commit, 
     out.mkdir(parents=True, exist_ok=True)
     save(out, state)
     return state
+
+
+#: a step's mark and reason judged again from its bundle, or why it cannot be
+JudgeAgain = Callable[[Step, Path], "tuple[Mark, str] | str"]
+
+
+def rederive(out: Path, state: State, again: JudgeAgain) -> tuple[State, tuple[str, ...]]:
+    """The state a resume continues from: every mark re-derived from its step's bundle
+    (`again`, given the bundle's path), none taken from bisect.json, which anyone who can
+    write could have edited; a mark bisect.json gives without a step counts for nothing. A
+    step whose bundle cannot be judged again is dropped (its commit is probed again).
+    Saved; with one line per step whose record was not believed."""
+    steps_dir = (out / STEPS).resolve()
+    bisection = dataclasses.replace(state.bisection, marks=())
+    kept, notes = [], []
+    for step in state.steps:
+        name = f"step {step.number} ({step.commit.short})"
+        rel = step.evaluation.bundle
+        path = (out / rel).resolve() if rel is not None else None
+        if path is None or not path.is_relative_to(steps_dir):
+            notes.append(f"{name}: {STATE} names no step bundle under {STEPS}/: probed again")
+            continue
+        if not any(c.sha == step.commit.sha for c in bisection.commits):
+            notes.append(f"{name}: not a commit of the range: dropped")
+            continue
+        got = again(step, path)
+        if isinstance(got, str):
+            notes.append(f"{name}: its bundle cannot be judged again ({got}): probed again")
+            continue
+        mark, reason = got
+        if mark is not step.evaluation.mark:
+            notes.append(
+                f"{name}: {STATE} says {step.evaluation.mark.value}, its bundle says "
+                f"{mark.value}: the bundle's mark stands"
+            )
+        evaluation = dataclasses.replace(step.evaluation, mark=mark, reason=reason)
+        kept.append(dataclasses.replace(step, evaluation=evaluation))
+        bisection = bisection.mark(step.commit.sha, mark)
+    if len(state.bisection.marks) > len(state.steps):
+        notes.append(f"{STATE} holds marks no step bundle backs: not believed")
+    state = dataclasses.replace(state, bisection=bisection, steps=tuple(kept))
+    save(out, state)
+    return state, tuple(notes)
 
 
 #: judges one commit's tree: (subject, source, options, facts, progress) -> Evaluation

@@ -24,18 +24,28 @@ import fnmatch
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import backends, files, judge
 from orchestrator.bisect import history
 from orchestrator.bisect.state import Mark
-from orchestrator.errors import CsorchError, SourceError
+from orchestrator.bundle import trust
+from orchestrator.errors import BundleError, CsorchError, SourceError
 from orchestrator.executors.execute import checker_for
 from orchestrator.files import atomic_write
 from orchestrator.host import Facts
 from orchestrator.judge.causality import Hits
-from orchestrator.model import Build, Experiment, SourceKind, SourceSpec, TargetPattern, Variant
+from orchestrator.model import (
+    Attempt,
+    Build,
+    Experiment,
+    SourceKind,
+    SourceSpec,
+    TargetPattern,
+    Variant,
+)
 from orchestrator.model.record import Record
 from orchestrator.run import runner
 from orchestrator.run.events import Listener
@@ -187,10 +197,21 @@ def _unbuilt(bundle: Path, built: Build | None) -> str:
 
 def decide(subj: Subject, result: runner.RunResult) -> tuple[Mark, str, tuple[Hits, ...]]:
     """The mark of one probe's run (see the module docstring), with the one-line reason."""
-    built = result.builds[0] if result.builds else None
+    return decide_records(subj, result.experiment, result.builds, result.attempts, result.bundle)
+
+
+def decide_records(
+    subj: Subject,
+    experiment: Experiment,
+    builds: Sequence[Build],
+    attempts: Sequence[Attempt],
+    bundle: Path,
+) -> tuple[Mark, str, tuple[Hits, ...]]:
+    """`decide` over the records of a run (fresh, or read back from its bundle)."""
+    built = builds[0] if builds else None
     if built is None or not built.ok:
-        return Mark.SKIP, "untestable: " + _unbuilt(result.bundle, built), ()
-    pairs = judge.target_hits(result.experiment, subj.targets, result.attempts, subj.variant)
+        return Mark.SKIP, "untestable: " + _unbuilt(bundle, built), ()
+    pairs = judge.target_hits(experiment, subj.targets, list(attempts), subj.variant)
     hits = tuple(h for h, _ in pairs)
     if not pairs:
         return Mark.SKIP, "no target applied to the runs as they ran", ()
@@ -214,6 +235,28 @@ def decide(subj: Subject, result: runner.RunResult) -> tuple[Mark, str, tuple[Hi
         f"flaky: {what(h)} in {h.hits} of {h.repeats} repeats of {h.run}, {_k(subj, h)} needed",
         hits,
     )
+
+
+def judged_again(
+    subj: Subject, bundle: Path, commit: str, spec: SourceSpec, repeat: int | None
+) -> tuple[Mark, str] | str:
+    """The mark of a step re-derived from its bundle (read through `bundle.trust` against
+    the experiment the probe ran: every digest, the logs re-parsed, complete, of this
+    commit), never from probe.json or bisect.json; else why it cannot be."""
+    expect = runner.with_repeats(dataclasses.replace(subj.experiment, source=spec), repeat)
+    try:
+        t = trust.load_trusted(bundle, expect, beside=frozenset({DECISION}))
+    except BundleError as exc:
+        return exc.message
+    if t.records is None or t.reasons:
+        return "; ".join(t.reasons) or "its records cannot be read"
+    made = [s.commit for s in t.records.sources]
+    if made != [commit]:
+        return f"its bundle is of commit(s) {', '.join(c[:10] for c in made) or 'none'}"
+    mark, reason, _ = decide_records(
+        subj, expect, t.records.builds, t.records.attempts, Path(bundle)
+    )
+    return mark, reason
 
 
 def fresh_dir(parent: Path, stem: str) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestrator import cache, host
 from orchestrator.bisect import driver, evaluator, history
+from orchestrator.bisect.state import Mark
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.files import CONFIG, file_digest
@@ -76,6 +77,7 @@ class Prepared:
     state: driver.State
     subject: evaluator.Subject
     facts: host.Facts
+    notes: tuple[str, ...] = ()  # a resume's steps whose record was not believed
 
 
 def prepare(
@@ -127,7 +129,16 @@ def prepare(
         reason=choice.reason,
         probes=probes,
     )
-    return Prepared(out_dir, driver.begin(out_dir, search, settings, commits), subj, facts)
+    state = driver.begin(out_dir, search, settings, commits)
+    notes: tuple[str, ...] = ()
+    if state.steps:  # a resume: its marks come from its step bundles, not bisect.json
+
+        def again(step: driver.Step, bundle: Path) -> tuple[Mark, str] | str:
+            spec = evaluator.at_commit(search.repo, step.commit.sha, search.subdir)
+            return evaluator.judged_again(subj, bundle, step.commit.sha, spec, search.repeat)
+
+        state, notes = driver.rederive(out_dir, state, again)
+    return Prepared(out_dir, state, subj, facts, notes)
 
 
 def probe_spec(

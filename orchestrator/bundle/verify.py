@@ -8,8 +8,9 @@ with a `Status`:
   or in a cache entry that is still there);
 - UNLISTED: a file in the bundle that the manifest does not list (added after the run);
 - NOT_CHECKABLE: nothing to compare against, and `detail` says why (no digest recorded;
-  a config or patch outside the bundle that has moved; an evicted cache entry; a source
-  tree the run did not keep).
+  a config or patch outside the bundle that has moved; an evicted cache entry, or one
+  rebuilt since the run, whose entry.json records the new binary: builds are not
+  byte-reproducible; a source tree the run did not keep).
 A bundle passes when nothing is MISMATCH, MISSING or UNLISTED: what cannot be checked is
 reported, not counted against it (a bundle copied off the machine loses its cache
 entries, and that is not tampering). Inside the bundle nothing is taken on the
@@ -30,8 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, rederive
-from orchestrator.bundle.layout import COVERED, LOCK, LOGS
+from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, rederive, signing
+from orchestrator.bundle.layout import COVERED, LOCK, LOGS, SIGNATURE
 from orchestrator.cache import META
 from orchestrator.errors import BundleError
 from orchestrator.files import file_digest, load_json, special_kind
@@ -240,7 +241,8 @@ def _tree(root: Path, known: set[str]) -> list[Check]:
                 )
             )
             continue
-        if rel not in known and rel != LOCK:
+        # the lock is no evidence; the signature cannot be listed in the manifest it signs
+        if rel not in known and rel not in (LOCK, SIGNATURE):
             actual, _ = _digest(root / rel)
             checks.append(
                 Check(
@@ -326,13 +328,19 @@ def _binaries(build: Mapping[str, Any]) -> list[Check]:
         if check.status is Status.MISMATCH:
             # the entry's own metadata tells a rebuilt entry from an edited binary
             rebuilt = published.get(b["path"], expected) != expected
-            why = (
-                "the cache entry was rebuilt since the run (its entry.json records the new binary)"
-                if rebuilt
-                else "changed after the build (its cache entry records "
-                "the same sha256 as the bundle)"
-            )
-            check = replace(check, detail=why)
+            if rebuilt:  # builds are not byte-reproducible: nothing left to compare with
+                check = replace(
+                    check,
+                    status=Status.NOT_CHECKABLE,
+                    detail="the cache entry was rebuilt since the run (its entry.json records "
+                    "the new binary, and builds are not byte-reproducible)",
+                )
+            else:
+                check = replace(
+                    check,
+                    detail="changed after the build (its cache entry records the same sha256 "
+                    "as the bundle)",
+                )
         checks.append(check)
     return checks
 
@@ -376,10 +384,28 @@ def read_manifest(root: Path) -> dict[str, Any]:
     return doc
 
 
-def verify(root: Path | str) -> Verification:
+def signature(
+    root: Path, kind: Kind, allowed: Path | None = None, identity: str | None = None
+) -> list[Check]:
+    """The check of the signature beside `root`'s manifest (`signing`): none when there is
+    no signature and none is required (`allowed` not given); OK with who signed in its
+    detail; MISMATCH when one present is not over this manifest, or `allowed` is given and
+    no key in it (as `identity`) made it."""
+    if not signing.present(root) and allowed is None:
+        return []
+    signed = signing.examine(root, allowed, identity)
+    if not signed.ok:
+        return [Check(kind, SIGNATURE, Status.MISMATCH, detail=signed.why)]
+    return [Check(kind, SIGNATURE, Status.OK, detail=f"signed by {signed.signer}")]
+
+
+def verify(
+    root: Path | str, allowed: Path | None = None, identity: str | None = None
+) -> Verification:
     """Re-check every digest in the bundle at `root`, look for links and files the manifest
-    does not cover, and re-derive results.json's findings from the logs; BundleError if
-    `root` is not a bundle."""
+    does not cover, re-derive results.json's findings from the logs, and check the
+    manifest's signature (`csorch run --sign`; required with `allowed`, an allowed-signers
+    file, as `identity` when given); BundleError if `root` is not a bundle."""
     root = Path(root)
     manifest = read_manifest(root)
     try:
@@ -400,4 +426,5 @@ def verify(root: Path | str) -> Verification:
         Check(Kind.FINDINGS, p.path, Status.MISMATCH, p.subject, detail=p.detail)
         for p in rederive.problems(root, set(logs))
     ]
+    checks = signature(root, Kind.FILE, allowed, identity) + checks
     return Verification(root, bool(manifest.get("complete")), tuple(checks))

@@ -99,6 +99,8 @@ def bisect_command(
         f"backend: [bold]{state.search.backend}[/] ({state.settings.reason})", highlight=False
     )
     out.print(f"state: {out_path / driver.STATE}", highlight=False)
+    for note in ready.notes:  # a resume's marks are its step bundles', not bisect.json's
+        err.print(f"[yellow]re-derived:[/] {escape(note)}", highlight=False, soft_wrap=True)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     try:
         with Progress(*columns, console=err, transient=True) as progress:

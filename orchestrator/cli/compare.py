@@ -23,6 +23,7 @@ from orchestrator.cli.common import (
     out,
 )
 from orchestrator.cli.progress import shown, table_of
+from orchestrator.cli.verify import styled
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
 from orchestrator.judge import compare
@@ -51,7 +52,9 @@ def compare_command(
     """Pinned-release controls side by side (installed wheel, rebuilt, patched): binary
     identities, outcomes per case, signature sets, and whether the controls agree and the
     patch removes what they share. A stored bundle (--from) is compared only once it
-    verifies, is complete and (CONFIG given) is that config's. Exit 0 yes, 1 the patch
+    verifies, is complete and is CONFIG's (without CONFIG: the config file its manifest
+    names, when that is there); the first line says whether it is signed (by whom),
+    unsigned or tampered. Exit 0 yes, 1 the patch
     does not, 3 undecided."""
     options.check_backend(backend)
     if config is None and from_ is None:
@@ -59,6 +62,10 @@ def compare_command(
     experiment = load_experiment(config) if config is not None else None
     if from_ is not None:
         trusted = trust.load_trusted(from_, experiment)
+        # first: who made the evidence, or that it is tampered (docs/ci.md, "The first line")
+        out.print(styled(trusted.statement), highlight=False, soft_wrap=True)
+        if trusted.against:
+            out.print(escape(trusted.against), highlight=False, soft_wrap=True)
         if not trusted.ok or trusted.records is None:
             for reason in trusted.reasons:
                 err.print(f"[yellow]inconclusive:[/] {escape(reason)}", soft_wrap=True)

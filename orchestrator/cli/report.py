@@ -1,9 +1,11 @@
 """`csorch report BUNDLE --format table|markdown|junit|sarif|html|json|github`.
 
 Renders a stored bundle; runs and judges nothing (the verdict shown is the one the
-bundle recorded, once `bundle.trust` has checked it: a bundle that does not verify, is
-incomplete or whose results.json its logs contradict is shown INCONCLUSIVE, with why;
-`csorch gate --from` judges again). Exit 0 when the report was
+bundle recorded, once `bundle.trust` has checked it, against the config file its
+manifest names when that is there: a bundle that does not verify, is incomplete, whose
+results.json its logs contradict or whose experiment is not its config file's is shown
+INCONCLUSIVE, with why; `csorch gate --from` judges again). The first line, on stderr,
+says whether the evidence is signed (by whom), unsigned or tampered. Exit 0 when the report was
 written, 2 for a missing or unreadable bundle, an unknown format or an unwritable
 --output: the verdict's exit code belongs to `run` and `gate`, so a CI step that only
 publishes a report does not fail because the fix did.
@@ -25,6 +27,7 @@ from orchestrator import bundle as bundles
 from orchestrator import files, gate, report
 from orchestrator.bundle import trust
 from orchestrator.cli.common import ExitCode, app, err, fail, out
+from orchestrator.cli.verify import styled
 from orchestrator.errors import BundleError, ConfigError, CsorchError
 from orchestrator.gate import allowances
 from orchestrator.gate import manifest as gate_manifest
@@ -93,6 +96,13 @@ def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) ->
                 + " | ".join(GATE_FORMATS),
             )
         )
+    # first, on stderr (stdout is the document): who made the evidence, or that it is
+    # tampered (docs/ci.md, "The first line")
+    try:
+        stated = trust.stated(gate_manifest.verify_gate(root))
+    except BundleError as exc:
+        stated = f"evidence: tampered: {exc.message}"
+    err.print(styled(stated), highlight=False, soft_wrap=True)
     try:
         result, found = verdicts.stored_gate(root)
         if fmt == "json":
@@ -166,6 +176,10 @@ def report_command(
     trusted = trust.load_trusted(bundle)
     if trusted.results is None or trusted.manifest is None:
         raise BundleError(bundle, "; ".join(trusted.reasons))
+    # first, on stderr (stdout is the document): who made the evidence, or that it is
+    # tampered, and what it was judged against (docs/ci.md, "The first line")
+    err.print(styled(trusted.statement), highlight=False, soft_wrap=True)
+    err.print(escape(trusted.against), highlight=False, soft_wrap=True)
     results, manifest = trust.shown(trusted), trusted.manifest
     if policy is not None:
         allow = gate.load_policy(policy).allow

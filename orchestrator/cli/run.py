@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 
 from orchestrator import bundle, report
+from orchestrator.bundle import signing
+from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -24,9 +26,17 @@ from orchestrator.cli.common import (
     step_summary,
 )
 from orchestrator.cli.progress import shown, table_of
+from orchestrator.errors import CsorchError
 from orchestrator.judge import proposal
 from orchestrator.model.job import Fanout
 from orchestrator.run.request import Request, Settings, run
+
+
+def _drop_stale(out: Path) -> None:
+    """Remove a signature a resume left behind over a manifest it has since rewritten
+    (unsigned, the bundle says so; a stale signature would read as tampering)."""
+    if signing.present(out) and signing.check(out, None):
+        (out / SIGNATURE).unlink(missing_ok=True)
 
 
 @app.command("run")
@@ -65,8 +75,19 @@ def run_command(
         Path | None,
         typer.Option(help="continue the run kept in this --out directory (killed or interrupted)"),
     ] = None,
+    sign: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign",
+            help="an SSH private key: sign the bundle's manifest (manifest.json.sig, "
+            "ssh-keygen -Y sign); csorch verify --allowed-signers checks it",
+        ),
+    ] = None,
 ) -> None:
-    """Build every variant, run its cases under the checker, and judge causality."""
+    """Build every variant, run its cases under the checker, and judge causality; with
+    --sign KEY, sign the bundle as `csorch gate --sign` signs a gate (unsigned without)."""
+    if sign is not None and not sign.is_file():  # before anything runs, as the gate does
+        raise CsorchError(f"--sign {sign}: no such key file", hint="an SSH private key")
     settings = Settings(
         backend=backend,
         repeat=repeat,
@@ -86,8 +107,14 @@ def run_command(
         resume=resume,
     )
     start = time.monotonic()
-    with shown() as listener:
-        result = run(asked, listener)
+    try:
+        with shown() as listener:
+            result = run(asked, listener)
+        if sign is not None:  # last: the manifest is final once the run has returned
+            signing.sign(result.bundle, sign)
+    finally:
+        if resume is not None:
+            _drop_stale(resume)
     table_of(result, result.backend, time.monotonic() - start)
     found = proposal.propose(result.experiment, result.attempts)
     if found:  # the config has no target: what every control showed and the fix did not

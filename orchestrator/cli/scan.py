@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator import bundle, report
+from orchestrator import backends, bundle, report
 from orchestrator.cli.common import (
     DEFAULT_CACHE,
     VERDICT_EXIT,
@@ -104,6 +104,14 @@ def scan_command(
     if out_dir is not None:
         options.check_out(out_dir)
     choice, facts = options.choose_backend(backend)
+    for run in experiment.runs:  # before anything is built: a run it cannot serve is usage
+        why = backends.named(choice.backend).serves(run.checker)
+        if why:
+            raise CsorchError(
+                f"--checker {checker} on the {choice.backend} backend: {why}",
+                hint=f"--checker memcheck or none on {choice.backend}, or --backend "
+                "compute-sanitizer on a host with a GPU",
+            )
     device_list = options.resolve_devices(devices, choice.backend, facts.fast)
     out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
     opts = options.make(

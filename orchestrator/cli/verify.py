@@ -30,6 +30,32 @@ def _sha(check: verify.Check) -> str:
     return expected or actual
 
 
+def styled(statement: str) -> str:
+    """The evidence line (`trust.stated`) with its state in colour, escaped for Rich."""
+    head, _, rest = statement.partition(": ")
+    state, sep, tail = rest.partition(":")
+    state, _, more = state.partition(" (")
+    colour = {"tampered": "bold red", "unsigned": "yellow"}.get(state, "green")
+    more = f" ({more}" if more else ""
+    return f"{head}: [{colour}]{escape(state)}[/]{escape(more + sep + tail)}"
+
+
+def check_signers(allowed: Path | None, identity: str | None) -> None:
+    """A usage error (exit 2) for --identity without --allowed-signers, or an
+    allowed-signers file that is not there."""
+    if identity is not None and allowed is None:
+        raise CsorchError(
+            f"--identity {identity} names a signer of an allowed-signers file: give one",
+            hint="csorch verify DIR --allowed-signers FILE --identity NAME",
+        )
+    if allowed is not None and not allowed.is_file():
+        raise CsorchError(
+            f"--allowed-signers {allowed}: no such file",
+            hint='an allowed-signers file: IDENTITY namespaces="csorch" KEY, one a line '
+            "(git's gpg.ssh.allowedSignersFile format)",
+        )
+
+
 def _summary(result: verify.Verification) -> str:
     counts = ", ".join(f"{n} {status.value}" for status, n in result.counts().items())
     return f"{counts}: {'[green]OK[/]' if result.ok else '[bold red]FAILED[/]'}"
@@ -48,8 +74,8 @@ def verify_command(
         Path | None,
         typer.Option(
             "--allowed-signers",
-            help="a gate's: require its manifest signed (csorch gate --sign) by a key in "
-            "this file (ssh-keygen's allowed-signers format, as git's)",
+            help="require the manifest signed (csorch run --sign, csorch gate --sign) by a "
+            "key in this file (ssh-keygen's allowed-signers format, as git's)",
         ),
     ] = None,
     identity: Annotated[
@@ -61,24 +87,31 @@ def verify_command(
     binaries), no symlink and no file the manifest does not list, every attempt's findings
     re-parsed from its logs against results.json, and the run complete. Given a gate's
     directory (`csorch gate --out`): gate.json, report.md, its signature and every
-    experiment bundle the gate judged.
+    experiment bundle the gate judged. A bundle is judged against the config file its
+    manifest names, when it is there. The first line says whether the evidence is
+    signed (by whom), unsigned or tampered.
 
-    Exit 0 when everything checkable matches, 1 on any mismatch, missing or unlisted file,
-    3 when the evidence is intact but the run did not finish, 2 when BUNDLE is neither a
-    bundle nor a gate's directory."""
+    Exit 0 when everything checkable matches, 1 on any mismatch, missing or unlisted file
+    (or an experiment that is not its config file's), 3 when the evidence is intact but
+    the run did not finish, 2 when BUNDLE is neither a bundle nor a gate's directory, or
+    for --identity without --allowed-signers or an allowed-signers file that is not
+    there."""
+    check_signers(allowed_signers, identity)
     reasons: tuple[str, ...] = ()
+    tampered: tuple[str, ...] = ()
+    against = ""
     if manifest.is_gate_dir(bundle):
         result = manifest.verify_gate(bundle, allowed_signers, identity)
-    elif allowed_signers is not None:
-        raise CsorchError(
-            "--allowed-signers checks a gate's signature; this is an experiment bundle",
-            hint="give the directory `csorch gate --sign KEY --out DIR` wrote",
-        )
     else:
-        trusted = trust.load_trusted(bundle)
+        trusted = trust.load_trusted(bundle, allowed=allowed_signers, identity=identity)
         if trusted.verification is None:
             raise BundleError(bundle, "; ".join(trusted.reasons))
         result, reasons = trusted.verification, trusted.reasons
+        tampered, against = trusted.tampered, trusted.against
+    # first: what the evidence proves about who made it (docs/ci.md, "The first line")
+    out.print(styled(trust.stated(result, tampered)), highlight=False, soft_wrap=True)
+    if against:
+        out.print(escape(against), highlight=False, soft_wrap=True)
     table = Table(title=f"verify {bundle}", header_style="bold", title_justify="left")
     for column in ("status", "kind", "variant", "path", "sha256", "detail"):
         table.add_column(column, overflow="fold")
@@ -98,6 +131,6 @@ def verify_command(
     for reason in reasons:
         out.print(f"[yellow]not evidence:[/] {escape(reason)}", highlight=False, soft_wrap=True)
     out.print(_summary(result), highlight=False)
-    if not result.ok:
+    if not result.ok or tampered:
         raise typer.Exit(ExitCode.FAIL)
     raise typer.Exit(ExitCode.INCONCLUSIVE if reasons else ExitCode.PASS)

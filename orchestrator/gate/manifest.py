@@ -24,10 +24,9 @@ from typing import Any
 from orchestrator import __version__, judge
 from orchestrator.bundle import MANIFEST, RESULTS, records
 from orchestrator.bundle.layout import SIGNATURE
-from orchestrator.bundle.verify import Check, Kind, Status, Verification, verify
+from orchestrator.bundle.verify import Check, Kind, Status, Verification, signature, verify
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.files import atomic_write, field, file_digest, load_json, read_json
-from orchestrator.gate import signing
 
 SCHEMA = "csorch.gate-manifest/1"
 GATE = "gate.json"
@@ -167,21 +166,6 @@ def _said(root: Path) -> tuple[str, dict[str, str]]:
         return "", {}
 
 
-def _signature(root: Path, allowed: Path | None, identity: str | None) -> list[Check]:
-    present = (root / SIGNATURE).exists() or (root / SIGNATURE).is_symlink()
-    if not present and allowed is None:
-        return []
-    why = signing.check(root, allowed, identity)
-    if why:
-        return [Check(Kind.GATE, SIGNATURE, Status.MISMATCH, detail=why)]
-    signer = (
-        f"signed by an allowed signer ({allowed})"
-        if allowed
-        else "signature over this manifest (signer not checked: give --allowed-signers)"
-    )
-    return [Check(Kind.GATE, SIGNATURE, Status.OK, detail=signer)]
-
-
 def verify_gate(
     root: Path | str, allowed_signers: Path | None = None, identity: str | None = None
 ) -> Verification:
@@ -203,7 +187,7 @@ def verify_gate(
         outside: dict[str, str] = dict(doc.get("outside") or {})
     except (TypeError, ValueError) as exc:
         raise BundleError(root, f"{MANIFEST} is malformed: {exc!r}") from None
-    checks = _signature(root, allowed_signers, identity)
+    checks = signature(root, Kind.GATE, allowed_signers, identity)
     verdict, said = _said(root)
     for name in (*FILES, *(n for n in OPTIONAL if n in files)):
         path, expected = root / name, str(files.get(name, ""))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import backends, host
+from orchestrator.bundle import signing
 from orchestrator.bundle.layout import SIGNATURE
 from orchestrator.config.experiment import load_experiment
 from orchestrator.errors import CsorchError
@@ -28,7 +29,7 @@ from orchestrator.executors.base import Executor
 from orchestrator.executors.choice import check_local_only, executor_for
 from orchestrator.files import TooDeep, atomic_write, remove_partial_writes
 from orchestrator.files import walk as files_walk
-from orchestrator.gate import manifest, signing, stored
+from orchestrator.gate import manifest, stored
 from orchestrator.gate.allowances import Allowance
 from orchestrator.gate.policy import (
     GateResult,
@@ -63,7 +64,7 @@ class Request(RunRequest):
     stored bundles to judge again (`stored`: run nothing)."""
 
     stored: tuple[Path, ...] = ()
-    sign: Path | None = None  # an SSH private key: sign the gate's manifest (gate/signing)
+    sign: Path | None = None  # an SSH private key: sign the gate's manifest (bundle/signing)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     policy = load_policy(policies[0]) if policies else default_policy(extra)
     listed = list(dict.fromkeys([*policy.experiments, *extra]))
     experiments = tuple(load_experiment(c) for c in listed)
+    _one_name_each(experiments)
     # each experiment's own executor: and slurm: block, the flags over them
     pairs = list(settings.slurm) if settings.slurm else None
     for e in experiments:
@@ -134,6 +136,20 @@ def load(configs: Sequence[Path], settings: Settings) -> Plan:
     for executor in runners:
         check_local_only(executor, settings.devices)
     return Plan(policy, experiments, runners)
+
+
+def _one_name_each(experiments: Sequence[Experiment]) -> None:
+    """CsorchError (usage) naming both configs when two experiments share a name: each
+    experiment's bundle is OUT/<name>, and a gate judges experiments by name."""
+    seen: dict[str, Experiment] = {}
+    for e in experiments:
+        if e.name in seen:
+            raise CsorchError(
+                f"two experiments of the gate are named {e.name!r}: {seen[e.name].config} "
+                f"and {e.config}",
+                hint="give each experiment config its own `name:`",
+            )
+        seen[e.name] = e
 
 
 def fresh(path: Path) -> bool:
@@ -265,9 +281,15 @@ def run(
         request = resumed(request, "gate")
     elif not request.configs:
         raise CsorchError("give a gate config or experiment configs (or --resume OUT)")
-    settings = request.settings
-    if request.sign is not None and not request.sign.is_file():
-        raise CsorchError(f"--sign {request.sign}: no such key file", hint="an SSH private key")
+    # the key given, else the one the gate being resumed was started with
+    sign = request.sign or request.settings.sign
+    settings = dataclasses.replace(request.settings, sign=sign.resolve() if sign else None)
+    if sign is not None and not sign.is_file():
+        raise CsorchError(
+            f"--sign {sign}: no such key file",
+            hint="an SSH private key (a resumed gate signs with the key it began with; "
+            "--sign KEY gives another)",
+        )
     plan = load(request.configs, settings)
     places.check_directory(settings.cache, "--cache-dir")
     places.check_cache(settings.cache, places.sources(plan.experiments))
@@ -320,7 +342,7 @@ def run(
         live = [a for a in plan.policy.allow if not a.expired(today or datetime.date.today())]
         text = (render or plain)(result, judged, live)
         try:
-            finish(out, result, judged, text, request.sign)
+            finish(out, result, judged, text, sign)
         except OSError as exc:  # --out under a file, a full disk
             raise NotWritten(exc, out, result, ran) from None
     return GateRun(result, tuple(judged), plan, out, tuple(runs))

@@ -44,6 +44,12 @@ def hold(directory: Path) -> Held:
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
+        if holder == str(os.getpid()):  # flock is per open file: this process holds it
+            raise Busy(
+                f"{directory} is already being written by this csorch session: two "
+                "experiments (or runs) of one session write into one directory",
+                hint="give each experiment its own name (its bundle is OUT/<name>)",
+            ) from None
         raise Busy(
             f"{directory} is in use by another csorch session (pid {holder})",
             hint="wait for it to finish (or stop it), then run the same command again",

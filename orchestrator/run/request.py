@@ -56,6 +56,9 @@ class Settings(Record):
     # a gate on a host that cannot sandbox its builds and attempts may still pass
     # (`gate --allow-unsandboxed`)
     allow_unsandboxed: bool = False
+    # the SSH key a gate signs its manifest with (`gate --sign`), kept so that its
+    # resume signs again
+    sign: Path | None = None
 
     def over(self, saved: Settings) -> Settings:
         """These settings (given again) over `saved` ones: each one given (not left at its

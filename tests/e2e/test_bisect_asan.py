@@ -419,3 +419,29 @@ def test_probes_side_by_side_give_the_same_answer_in_fewer_rounds(c_repo) -> Non
     assert len(marks) <= len(probed(c_repo["tmp"] / "one-a-round")) + 2
     saved = state(c_repo["tmp"] / "three-a-round")
     assert saved["settings"]["probes"] == 3
+
+
+def test_a_resume_does_not_believe_a_mark_edited_in_bisect_json(c_repo) -> None:
+    """The marks a resume continues from are re-derived from the step bundles: c2 (bad,
+    the edit that reads past the end) edited to good in bisect.json would move the
+    answer to c3; the resume judges c2's bundle again and keeps the real answer."""
+    c = c_repo["c"]
+    out = c_repo["tmp"] / "edited"
+    first = c_bisect(c_repo, "edited", "--good", c[0], "--bad", "main")
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert "skipped commits leave 2 candidates" in first.stdout
+    doc = json.loads((out / "bisect.json").read_text())
+    assert dict(doc["state"]["bisection"]["marks"])[c[2]] == "bad"
+    doc["state"]["bisection"]["marks"] = [
+        [sha, "good" if sha == c[2] else mark] for sha, mark in doc["state"]["bisection"]["marks"]
+    ]
+    for step in doc["state"]["steps"]:
+        if step["commit"]["sha"] == c[2]:
+            step["evaluation"]["mark"] = "good"
+    (out / "bisect.json").write_text(json.dumps(doc, indent=1))
+    again = csorch("bisect", "--resume", str(out), cwd=c_repo["tmp"], timeout=300)
+    assert again.returncode == 3, again.stdout + again.stderr
+    assert "skipped commits leave 2 candidates" in again.stdout
+    assert f"first bad commit: {c[3]}" not in again.stdout
+    assert "says good, its bundle says bad" in " ".join(again.stderr.split())
+    assert dict(state(out)["bisection"]["marks"])[c[2]] == "bad"

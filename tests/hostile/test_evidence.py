@@ -340,3 +340,84 @@ def test_report_does_not_call_a_bundle_with_an_edited_log_conclusive(cprog_bundl
     done = invoke("report", str(bundle), "--format", "markdown")
     assert "**Verdict: PASS" not in done.stdout, done.stdout
     assert "INCONCLUSIVE" in done.stdout and "does not verify" in done.output
+
+
+def without_case(bundle: Path, case: str) -> None:
+    """Every trace of `case` removed from the bundle (its attempts, results, logs and the
+    experiment copied into results.json), every digest recomputed: a bundle that never ran
+    it, as far as its own files tell."""
+    results = load(bundle / "results.json")
+    results["experiment"]["cases"] = [
+        c for c in results["experiment"]["cases"] if c["name"] != case
+    ]
+    results["attempts"] = [a for a in results["attempts"] if a["case"] != case]
+    results["cases"] = [c for c in results["cases"] if c["case"] != case]
+    save(bundle / "results.json", results)
+    for log in sorted((bundle / "logs").rglob("*")):
+        if log.is_dir() and log.name == case:
+            shutil.rmtree(log)
+    manifest = load(bundle / "manifest.json")
+    manifest["attempts"] = [a for a in manifest["attempts"] if a["case"] != case]
+    save(bundle / "manifest.json", manifest)
+    rehash(bundle)
+
+
+def test_a_case_removed_from_the_stored_experiment_is_caught_by_its_config(tmp_path):
+    """verify, report and compare --from judge a bundle against the config file its
+    manifest names, not the experiment copied into results.json; their first line says
+    the evidence is tampered. Without the config file they say what they judged from."""
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("the C program needs gcc and make")
+    conf = cprog(tmp_path, cases=("sum", "again"))
+    bundle = tmp_path / "bundle"
+    done = csorch("run", str(conf), "--backend", "asan", "--out", str(bundle),
+                  "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    fine = csorch("verify", str(bundle), cwd=tmp_path)
+    assert fine.returncode == 0, fine.stdout
+    assert fine.stdout.splitlines()[:2] == [
+        "evidence: unsigned: consistent, but anyone who can write could have re-hashed it",
+        f"judged against its config file {conf}",
+    ]
+    without_case(bundle, "again")
+    verified = csorch("verify", str(bundle), cwd=tmp_path)
+    assert verified.returncode == ExitCode.FAIL, verified.stdout
+    first = verified.stdout.splitlines()[0]
+    assert first.startswith("evidence: tampered"), verified.stdout
+    assert f"not its config file {conf}'s: no case(s) again" in first
+    shown = csorch("report", str(bundle), "--format", "json", cwd=tmp_path)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["verdict"] == "inconclusive"
+    assert shown.stderr.splitlines()[0].startswith("evidence: tampered"), shown.stderr
+    compared = csorch("compare", "--from", str(bundle), cwd=tmp_path)
+    assert compared.returncode == ExitCode.INCONCLUSIVE, compared.stdout + compared.stderr
+    assert compared.stdout.splitlines()[0].startswith("evidence: tampered")
+    # the config file gone: the copy is all there is, and every reader says so
+    conf.rename(tmp_path / "elsewhere.yaml")
+    alone = csorch("verify", str(bundle), cwd=tmp_path)
+    assert alone.returncode == 0, alone.stdout
+    assert alone.stdout.splitlines()[1] == (
+        f"its config file {conf} is not there: judged from the experiment copied into results.json"
+    )
+
+
+def test_a_cache_entry_rebuilt_since_the_run_is_not_checkable_not_tampered(tmp_path):
+    """Builds are not byte-reproducible: a genuine bundle whose cache entry was evicted and
+    built again by a later run has nothing left to check its binaries against."""
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("the C program needs gcc and make")
+    cache = tmp_path / "cache"
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        shutil.rmtree(cache / "entries", ignore_errors=True)  # evicted: the next run builds
+        done = csorch("run", str(E2E / "c-oob.yaml"), "--backend", "asan", "--out", str(out),
+                      "--cache-dir", str(cache), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    shas = [
+        {b["variant"]: b["binaries"][0]["sha256"] for b in load(o / "manifest.json")["builds"]}
+        for o in (first, second)
+    ]
+    assert shas[0] != shas[1]  # the same key, other bytes
+    done = csorch("verify", str(first), "--problems-only", cwd=tmp_path)
+    assert done.returncode == ExitCode.PASS, done.stdout
+    assert done.stdout.splitlines()[0].startswith("evidence: unsigned")
+    assert "not checkable" in done.stdout and "rebuilt since the run" in done.stdout

@@ -147,3 +147,61 @@ def test_three_probes_a_round_run_side_by_side_and_agree(tmp_path: Path) -> None
     numbers = sorted(s.number for s in done.steps)
     assert len(numbers) <= 9 and numbers == list(range(1, len(numbers) + 1))
     assert bisector.load(out) == done
+
+
+# --- a resume re-derives every mark from its step bundle --------------------------------
+
+
+def test_a_resume_takes_each_mark_from_its_step_bundle_not_from_the_state(
+    tmp_path: Path,
+) -> None:
+    out, state = _search(tmp_path)
+    done = bisector.drive(out, state, None, None, evaluate=scripted(12))
+    assert bisector.bisect.status(done.bisection).found == HISTORY[12]
+    truth = {s.commit.sha: s.evaluation.mark for s in done.steps}
+    # bisect.json edited: the first bad commit's step says good, and a mark no step backs
+    doc = json.loads((out / bisector.STATE).read_text())
+    edited = next(s for s in doc["state"]["steps"] if s["commit"]["sha"] == HISTORY[12].sha)
+    edited["evaluation"]["mark"] = "good"
+    doc["state"]["bisection"]["marks"] = [
+        [sha, "good" if sha == HISTORY[12].sha else mark]
+        for sha, mark in doc["state"]["bisection"]["marks"]
+    ] + [[HISTORY[13].sha, "good"]]
+    (out / bisector.STATE).write_text(json.dumps(doc))
+    believed = bisector.load(out)
+    assert believed is not None and believed.bisection.mark_of(HISTORY[12].sha) is Mark.GOOD
+
+    def again(step: bisector.Step, bundle: Path):  # what its bundle says, judged again
+        assert bundle == (out / step.evaluation.bundle).resolve()
+        return truth[step.commit.sha], "judged again"
+
+    state, notes = bisector.rederive(out, believed, again)
+    assert state.bisection.mark_of(HISTORY[12].sha) is Mark.BAD
+    assert state.bisection.mark_of(HISTORY[13].sha) is None
+    assert bisector.bisect.status(state.bisection).found == HISTORY[12]
+    assert any("says good, its bundle says bad" in n for n in notes), notes
+    assert any("no step bundle backs" in n for n in notes), notes
+    assert bisector.load(out) == state  # saved
+
+
+def test_a_step_whose_bundle_cannot_be_judged_again_is_probed_again(tmp_path: Path) -> None:
+    out, state = _search(tmp_path)
+    done = bisector.drive(out, state, None, None, evaluate=scripted(12))
+    doc = json.loads((out / bisector.STATE).read_text())
+    doc["state"]["steps"][0]["evaluation"]["bundle"] = "../../elsewhere"
+    (out / bisector.STATE).write_text(json.dumps(doc))
+    loaded = bisector.load(out)
+    assert loaded is not None
+
+    def judged(step: bisector.Step, bundle: Path):
+        if step.number == 2:
+            return "its bundle does not verify"
+        return step.evaluation.mark, "judged again"
+
+    state, notes = bisector.rederive(out, loaded, judged)
+    assert [s.number for s in state.steps] == [s.number for s in done.steps][2:]
+    assert state.bisection.mark_of(done.steps[0].commit.sha) is None  # probed again
+    assert any("names no step bundle" in n for n in notes)
+    assert any("cannot be judged again (its bundle does not verify)" in n for n in notes)
+    again_done = bisector.drive(out, state, None, None, evaluate=scripted(12))
+    assert bisector.bisect.status(again_done.bisection).found == HISTORY[12]

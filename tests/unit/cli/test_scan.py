@@ -83,3 +83,17 @@ def test_a_build_that_fails_is_inconclusive_and_nothing_to_scan_is_usage(tmp_pat
     assert "tree did not build" in done.stdout
     empty = csorch("scan", "--backend", "asan", "--", cwd=tmp_path)
     assert empty.returncode == 2
+
+
+def test_a_checker_the_backend_cannot_serve_is_refused_before_any_build(tmp_path: Path) -> None:
+    """racecheck has no CPU stand-in: on the ASan backend it is a usage error up front,
+    not a build and then an inconclusive run."""
+    done = csorch(
+        "scan", "--backend", "asan", "--checker", "racecheck", "--source", str(CPROG),
+        "--build", "make", "--out", str(tmp_path / "out"),
+        "--cache-dir", str(tmp_path / "cache"), "--", "./pick",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--checker racecheck on the asan backend" in " ".join(done.stderr.split())
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache" / "entries").exists()

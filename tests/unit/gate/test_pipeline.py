@@ -233,3 +233,24 @@ def test_ctrl_c_while_together_names_the_gate_to_resume(tmp_path: Path) -> None:
     assert caught.value.out == tmp_path / "g"
     assert caught.value.resume == f"csorch gate --resume {tmp_path / 'g'}"
     assert (tmp_path / "g" / pipeline.GATE_RUN).is_file()  # what the resume starts from
+
+
+def test_two_experiments_of_one_name_are_a_config_error_naming_both(tmp_path: Path) -> None:
+    """Each experiment's bundle is OUT/<name>: two of one name are refused at load (exit
+    2, both configs named), not found out by the second one's lock on the first's
+    directory ("in use by another session", with csorch's own pid)."""
+    twin = tmp_path / "twin.yaml"
+    twin.write_text(
+        (E2E / "c-oob.yaml")
+        .read_text()
+        .replace("source: cprog", f"source: {E2E}/cprog")
+        .replace("[fix-oob.patch]", f"[{E2E}/fix-oob.patch]")
+    )
+    args = ["gate", str(E2E / "c-oob.yaml"), str(twin), "--backend", "asan"]
+    done = runner.invoke(cli.app, [*args, "--out", str(tmp_path / "g"), "--cache-dir",
+                                   str(tmp_path / "cache")])  # fmt: skip
+    assert done.exit_code == 2, done.output
+    text = " ".join(done.output.split())
+    assert "two experiments of the gate are named 'c-oob'" in text
+    assert str(E2E / "c-oob.yaml") in text and str(twin) in text
+    assert "in use by another" not in text and not (tmp_path / "g").exists()

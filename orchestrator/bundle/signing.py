@@ -1,9 +1,10 @@
-"""Signing a gate's manifest with an SSH key, as git signs commits (`ssh-keygen -Y`).
+"""Signing a manifest with an SSH key, as git signs commits (`ssh-keygen -Y`).
 
 A manifest proves only that the files are the ones it lists: someone who can edit the
-files can re-hash them and rewrite it. `csorch gate --sign KEY` signs the gate's
-manifest.json (which covers gate.json, report.md and each bundle's manifest, and so
-every results.json and log) with `ssh-keygen -Y sign -n csorch -f KEY`, into
+files can re-hash them and rewrite it. `csorch run --sign KEY` signs the bundle's
+manifest.json (which covers results.json, the journal and every log), `csorch gate
+--sign KEY` the gate's (which covers gate.json, report.md and each bundle's manifest, and
+so every results.json and log), with `ssh-keygen -Y sign -n csorch -f KEY`, into
 manifest.json.sig beside it. `csorch verify DIR --allowed-signers FILE [--identity NAME]`
 checks it with `ssh-keygen -Y verify` against an allowed-signers file (the format of
 git's gpg.ssh.allowedSignersFile); without one, `-Y check-novalidate` still proves the
@@ -12,6 +13,8 @@ signature is over this manifest (not who made it). The processes start through p
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import proc
@@ -63,28 +66,63 @@ def principals(root: Path, allowed: Path) -> list[str]:
     return [line.strip() for line in done.output.splitlines() if line.strip()]
 
 
-def check(root: Path, allowed: Path | None, identity: str | None = None) -> str:
-    """ "" when `root`'s manifest carries a good signature, else why not. With `allowed`
-    (an allowed-signers file) the signer must be in it (as `identity` when given);
-    without, the signature need only be over this very manifest."""
+def present(root: Path) -> bool:
+    """Whether `root` holds a signature file (a link or any other kind counts: it is there
+    to be checked, and refused)."""
+    sig = root / SIGNATURE
+    return sig.exists() or sig.is_symlink()
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What the signature beside a manifest proves: `why` is "" when it is good, and then
+    `signer` says who made it (an identity of the allowed-signers file when one was given,
+    else only the key's fingerprint)."""
+
+    why: str
+    signer: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.why
+
+
+# Good "csorch" signature for rel@x with ED25519 key SHA256:f62RDus0...
+_KEY_RE = re.compile(r"with (?P<key>\S+ key \S+)")
+
+
+def _key(output: str) -> str:
+    found = _KEY_RE.search(output)
+    return found["key"] if found else "an SSH key"
+
+
+def examine(root: Path, allowed: Path | None, identity: str | None = None) -> Signed:
+    """The signature of `root`'s manifest, checked. With `allowed` (an allowed-signers
+    file) the signer must be in it (as `identity` when given); without, the signature need
+    only be over this very manifest, and who made it is not known."""
     sig, manifest = root / SIGNATURE, root / MANIFEST
     if sig.is_symlink() or not sig.is_file():
-        return f"no signature ({SIGNATURE})"
+        return Signed(f"no signature ({SIGNATURE})")
     if allowed is None:
         done = _keygen(["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)], manifest)
         if done.returncode != 0:
-            return f"the signature is not over this manifest: {done.output.strip()[-200:]}"
-        return ""
+            return Signed(f"the signature is not over this manifest: {done.output.strip()[-200:]}")
+        return Signed("", f"{_key(done.output)} (whose key: not checked, no --allowed-signers)")
     if not allowed.is_file():
-        return f"--allowed-signers {allowed}: no such file"
+        return Signed(f"--allowed-signers {allowed}: no such file")
     names = [identity] if identity else principals(root, allowed)
     if not names:
-        return f"no key in {allowed} made this signature"
+        return Signed(f"no key in {allowed} made this signature")
     why = ""
     for name in names:
         argv = ["-Y", "verify", "-f", str(allowed), "-I", name, "-n", NAMESPACE, "-s", str(sig)]
         done = _keygen(argv, manifest)
         if done.returncode == 0:
-            return ""
+            return Signed("", f"{name} ({_key(done.output)}, in {allowed})")
         why = done.output.strip()[-200:]
-    return f"the signature does not verify as {', '.join(names)} against {allowed}: {why}"
+    return Signed(f"the signature does not verify as {', '.join(names)} against {allowed}: {why}")
+
+
+def check(root: Path, allowed: Path | None, identity: str | None = None) -> str:
+    """ "" when `root`'s manifest carries a good signature, else why not (`examine`)."""
+    return examine(root, allowed, identity).why
