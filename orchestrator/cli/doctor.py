@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -11,6 +13,7 @@ from orchestrator import __version__, backends, host
 from orchestrator.cli.common import ExitCode, app, err, out
 from orchestrator.errors import CheckerUnavailable, HostMismatch
 from orchestrator.model import RUN_CHECKERS, Checker, ToolInfo
+from orchestrator.report.provenance import unsandboxed
 
 
 def _tool(found: ToolInfo | CheckerUnavailable, *, runtime: bool = False) -> list[str]:
@@ -81,8 +84,23 @@ def _sandbox_line(fact: str) -> str:
     return escape(f"{fact}: every build and attempt (read-only tree, no network)")
 
 
+def _tool_json(found: ToolInfo | CheckerUnavailable) -> dict[str, str]:
+    if isinstance(found, CheckerUnavailable):
+        return {"missing": found.reason, "hint": found.hint}
+    return {"version": found.version, "path": str(found.path)}
+
+
 @app.command("doctor")
-def doctor_command() -> None:
+def doctor_command(
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="one JSON object on stdout (the host's facts, each checker, the sandbox, "
+            "the backend auto picks) for a CI step to read; the exit code as without it",
+        ),
+    ] = False,
+) -> None:
     """What this machine offers csorch (GPUs, driver, checkers, torch, compilers) and which
     backend `--backend auto` would pick. Exit 0 when some backend is usable, else 3."""
     probed = host.start(sys.executable, backends.probe_checkers)
@@ -111,6 +129,7 @@ def doctor_command() -> None:
         ("sandbox", [_sandbox_line(facts.sandbox)]),
     ]
     problem: CheckerUnavailable | HostMismatch | None = mismatch
+    choice: backends.Choice | None = None
     try:
         gpus = len(probed.fast.gpus)  # what a run decides on
         choice = backends.choose("auto", gpus=gpus, sanitizer=sanitizer, asan=asan)
@@ -120,6 +139,19 @@ def doctor_command() -> None:
     else:
         rows.append(("backend auto", [f"[bold]{choice.backend}[/]: {escape(choice.reason)}"]))
         rows.append(("checkers", [_checkers(choice.backend)]))
+    if as_json:
+        said = {
+            "csorch": __version__,
+            "host": facts.to_dict(),
+            "checkers": {"compute-sanitizer": _tool_json(sanitizer), "asan": _tool_json(asan)},
+            "sandbox": {"fact": facts.sandbox, "sandboxed": not unsandboxed(facts.sandbox)},
+            "backend": None
+            if choice is None
+            else {"auto": choice.backend, "reason": choice.reason},
+            "problem": None if problem is None else {"reason": str(problem), "hint": problem.hint},
+        }
+        typer.echo(json.dumps(said, indent=1))  # plain: a console would wrap long strings
+        raise typer.Exit(ExitCode.PASS if problem is None else ExitCode.INCONCLUSIVE)
     width = max(len(label) for label, _ in rows) + 2
     for label, lines in rows:
         for i, line in enumerate(lines):

@@ -56,6 +56,22 @@ def test_doctor_on_a_cpu_machine() -> None:
         assert "missing" in _line(result.output, "compute-sanitizer")
 
 
+def test_doctor_json_is_one_object_a_ci_step_reads() -> None:
+    import json
+
+    try:
+        runtime = asan.find_runtime()
+    except CheckerUnavailable:
+        pytest.skip("no ASan runtime on this machine")
+    result = runner.invoke(cli.app, ["doctor", "--json"], env={"COLUMNS": "40"})
+    assert result.exit_code == cli.ExitCode.PASS, result.output
+    said = json.loads(result.stdout)  # whole, unwrapped at 40 columns
+    assert said["backend"]["auto"] == "asan" and said["problem"] is None
+    assert said["checkers"]["asan"]["path"] == str(runtime)
+    assert said["host"]["python"].endswith(f"({sys.executable})")
+    assert said["sandbox"]["sandboxed"] is said["host"]["sandbox"].startswith("unshare")
+
+
 def test_doctor_without_any_checker_exits_3(tmp_path: Path) -> None:
     if Path("/usr/local/cuda/bin/compute-sanitizer").exists():
         pytest.skip("compute-sanitizer is found outside PATH here")
