@@ -88,7 +88,8 @@ def listing(root: Path) -> dict[str, str]:
     for rel in _walk(root):
         path = root / rel
         if path.is_symlink():
-            out[rel.as_posix()] = "l:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
+            target = os.fsencode(os.readlink(path))
+            out[rel.as_posix()] = "l:" + hashlib.sha256(target).hexdigest()
         else:
             mode = "x" if path.stat().st_mode & stat.S_IXUSR else "-"
             out[rel.as_posix()] = f"{mode}:{file_digest(path)}"
@@ -99,7 +100,8 @@ def tree_digest(root: Path) -> str:
     """sha256 over the sorted relative paths, modes and contents of a tree."""
     h = hashlib.sha256()
     for rel, entry in sorted(listing(root).items()):
-        h.update(f"{rel}\0{entry}\n".encode())
+        # a name need not be UTF-8 (Linux names are bytes): its own bytes, as read
+        h.update(os.fsencode(f"{rel}\0{entry}\n"))
     return h.hexdigest()
 
 
