@@ -33,11 +33,12 @@ from orchestrator.files import LinkRefused, NotRegularFile, open_regular
 from orchestrator.model import ParseResult
 
 # r0.launch1.asan.4540   (the runtime's `log_path=PREFIX` file of process 4540)
-ASAN_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})$")
+ASAN_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})\Z", re.DOTALL)
 # r0.launch1.asan.started.4540   (the fold shim's start record of process 4540)
-ASAN_STARTED_RE = re.compile(r"^(?P<prefix>.+)\.started\.(?P<pid>[0-9]{1,9})$")
+ASAN_STARTED_RE = re.compile(r"^(?P<prefix>.+)\.started\.(?P<pid>[0-9]{1,9})\Z", re.DOTALL)
 # r0.launch1.cs.4540.log   (compute-sanitizer's `--log-file PREFIX.%p.log`)
-CS_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})\.log$")
+CS_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})\.log\Z", re.DOTALL)
+# (each pattern whole to \Z, any character in the prefix: a name is any bytes but "/")
 
 # csorch_case_3   (a Python host frame: the plugin's trampoline around the 4th case begun)
 CASE_FRAME_RE = re.compile(r"^csorch_case_(?P<index>[0-9]{1,6})$")
@@ -197,8 +198,11 @@ def attribute(parse: ParseResult, nodes: Sequence[str]) -> ParseResult:
 
 
 def cs_pattern(prefix: Path) -> Path:
-    """The `--log-file` argument whose files `read_cs(prefix, ...)` reads."""
-    return Path(f"{prefix}.%p.log")
+    """The `--log-file` argument whose files `read_cs(prefix, ...)` reads. The tool reads
+    the name as a pattern (`%p` its pid, `%q{VAR}` a variable, `%%` a `%`; any other `%`
+    is an error): a `%` of the prefix's own (an `--out` of `50%`) is doubled, so the files
+    land at the prefix as it is."""
+    return Path(str(prefix).replace("%", "%%") + ".%p.log")
 
 
 def prefix_for(launch_log: Path, k: int) -> Path:

@@ -11,13 +11,15 @@ from pathlib import Path
 from orchestrator import proc
 from orchestrator.bisect.state import Commit
 from orchestrator.errors import ProcessStartError, SourceError
+from orchestrator.run.sources import git_env
 
 _SEP = "\x1f"  # between sha and subject: a subject may hold any printable character
 
 
 def _git(repo: str, argv: list[str], what: str, *, check: bool = True) -> proc.Captured:
     try:
-        out = proc.capture(["git", "-C", repo, *argv], timeout=120)
+        # no GIT_* of csorch's own (a hook's GIT_DIR would point it at another repository)
+        out = proc.capture(["git", "-C", repo, *argv], timeout=120, env=git_env())
     except ProcessStartError as exc:
         raise SourceError(repo, f"cannot run git: {exc.reason}") from None
     if check and (out.returncode != 0 or out.timed_out):
@@ -35,7 +37,13 @@ def resolve(repo: str, ref: str) -> str:
         raise SourceError(
             repo, "not a git repository", hint="give --repo the repository that holds the commits"
         )
-    out = _git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], "", check=False)
+    # --end-of-options: a ref that starts with "-" is a ref, never an option
+    out = _git(
+        repo,
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        "",
+        check=False,
+    )
     if out.returncode != 0:
         raise SourceError(repo, f"unknown ref {ref!r}", hint="give a commit, branch or tag")
     return out.output.strip()

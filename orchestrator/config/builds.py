@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from orchestrator.config import sanitizer_options
 from orchestrator.config.nodes import Fields, View
 from orchestrator.config.schema import BUILD, BUILD_KINDS, ENV_NAME_RE, PREBUILT_SOURCES, URL_RE
 from orchestrator.model import BuildKind, BuildSpec, CasesFrom, Env, Environment
@@ -46,6 +47,9 @@ def _env(view: View) -> Env:
     for key, value in view.entries().items():
         if not ENV_NAME_RE.match(key):
             raise value.error("not a valid environment variable name")
+        problem = sanitizer_options.env_problem(key, value.word())
+        if problem:
+            raise value.error(problem, hint="write NAME=VALUE items; quote a value with ' or \"")
         pairs.append((key, value.word()))
     return tuple(sorted(pairs))
 

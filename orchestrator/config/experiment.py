@@ -85,7 +85,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.config import builds
+from orchestrator.config import builds, sanitizer_options
 from orchestrator.config.expectations import expectations
 from orchestrator.config.nodes import View, load
 from orchestrator.config.schema import (
@@ -168,6 +168,9 @@ def _env(view: View) -> Env:
     for key, value in view.entries().items():
         if not ENV_NAME_RE.match(key):
             raise value.error("not a valid environment variable name")
+        problem = sanitizer_options.env_problem(key, value.word())
+        if problem:
+            raise value.error(problem, hint="write NAME=VALUE items; quote a value with ' or \"")
         pairs.append((key, value.word()))
     return tuple(sorted(pairs))
 

@@ -176,7 +176,7 @@ class View:
                 f"expected {what}, found {self.kind()}",
                 hint="quote the value if it is meant as text",
             )
-        return value
+        return self._passable(value)
 
     def word(self) -> str:
         """A string, or a number written without quotes (an argv item, an env value)."""
@@ -186,7 +186,19 @@ class View:
                 f"expected a string or number, found {self.kind()}",
                 hint='quote it, e.g. "1" or "true"',
             )
-        return str(value)
+        return self._passable(str(value))
+
+    def _passable(self, text: str) -> str:
+        """`text`, unless it holds a NUL: every string of a config may reach an argv, an
+        environment or a path, which are C strings (Python's `ValueError: embedded null
+        byte` at the child's start, before)."""
+        if "\0" in text:
+            raise self.error(
+                "holds a NUL character (\\0), which no argument, environment variable "
+                "or path can carry",
+                hint="remove the \\0 escape",
+            )
+        return text
 
     def integer(self, minimum: int | None = None, maximum: int | None = None) -> int:
         value = self.value()

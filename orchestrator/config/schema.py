@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 # \Z, not $: `$` also matches before a final newline, and "v\n" is no directory name
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# (\Z, not $: "PATH\n" is no name)
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 DURATION_RE = re.compile(r"^(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>s|m|h)?$")
 URL_RE = re.compile(r"^(?:[a-z+]+://|[\w.-]+@[\w.-]+:)")
 UNITS = {None: 1, "s": 1, "m": 60, "h": 3600}

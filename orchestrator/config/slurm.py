@@ -44,6 +44,55 @@ SLURM = {
     "poll": "seconds between queue polls: seconds, or 30s / 1m",
     "max_array": "at most N tasks per job array",
 }
+#: sbatch options csorch sets itself (what for): a user's `sbatch:` may not set them too, as
+#: sbatch's last setting wins and csorch's are not last (`--output` there moved every
+#: task's output where csorch never reads it); the keys above set the ones users may
+RESERVED_SBATCH = {
+    "parsable": "csorch reads the job id from its answer",
+    "job-name": "csorch names the array",
+    "array": "csorch submits the attempts as the array's tasks",
+    "output": "csorch reads each task's output in the bundle",
+    "error": "csorch reads each task's output (stderr included) in the bundle",
+    "time": "set the slurm: time key (or --slurm time=...)",
+    "ntasks": "each attempt is one task",
+    "chdir": "each task runs in csorch's spool directory",
+    "requeue": "csorch retries a task Slurm ended itself, once, and records both",
+    "no-requeue": "csorch retries a task Slurm ended itself, once, and records both",
+    "partition": "set the slurm: partition key (or --slurm partition=...)",
+    "account": "set the slurm: account key (or --slurm account=...)",
+    "gres": "set the slurm: gres key (or --slurm gres=...)",
+    "wrap": "csorch submits its own task script",
+}
+#: sbatch's short spellings of those, and the short options that take a value (the rest
+#: of a bundled `-xVALUE` is that value, not more options)
+RESERVED_SHORT = {"J": "job-name", "a": "array", "o": "output", "e": "error", "t": "time",
+                  "n": "ntasks", "D": "chdir", "p": "partition", "A": "account"}  # fmt: skip
+SHORT_WITH_VALUE = frozenset("ABCDFGJLMNSabcdeimnopqtwx")
+
+
+def sbatch_problem(words: Sequence[str]) -> str:
+    """Why extra sbatch options clash with csorch's own ("" when they do not). A long
+    option counts by any prefix sbatch would take for it (`--out=` is `--output=`)."""
+    for word in words:
+        if word == "--":
+            return "'--' ends sbatch's options: csorch's task script must stay the script"
+        if word.startswith("--"):
+            name = word[2:].split("=", 1)[0]
+            hit = next((r for r in RESERVED_SBATCH if name and r.startswith(name)), None)
+            if hit:
+                return f"{word!r} sets --{hit}, csorch's own: {RESERVED_SBATCH[hit]}"
+        elif word.startswith("-") and len(word) > 1:
+            for letter in word[1:]:
+                if letter in RESERVED_SHORT:
+                    long = RESERVED_SHORT[letter]
+                    return (
+                        f"{word!r} sets -{letter} (--{long}), csorch's own: {RESERVED_SBATCH[long]}"
+                    )
+                if letter in SHORT_WITH_VALUE:
+                    break
+    return ""
+
+
 _GRES_RE = re.compile(r"^[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$")
 _PARTITION_RE = re.compile(r"^[A-Za-z0-9_.,-]+$")
 
@@ -62,12 +111,21 @@ def read(view: View) -> SlurmSettings:
             values[key] = item.integer(minimum=1)
         elif key == "sbatch":
             values[key] = item.words()
+            problem = sbatch_problem(values[key])  # type: ignore[arg-type]
+            if problem:
+                raise item.error(problem, hint=_SBATCH_HINT)
         else:
             problem, hint = _problem(key, item.word())
             if problem:
                 raise item.error(problem, hint=hint)
             values[key] = item.word()
     return SlurmSettings(**values)  # type: ignore[arg-type]
+
+
+_SBATCH_HINT = (
+    "leave that option to csorch (the slurm: keys partition, account, time and gres set "
+    "the ones you may); extra sbatch options are for the rest, e.g. --qos=high"
+)
 
 
 def _problem(key: str, value: str) -> tuple[str, str]:
@@ -105,7 +163,14 @@ def with_flags(settings: SlurmSettings, pairs: Sequence[str]) -> SlurmSettings:
                 raise CsorchError(f"--slurm {pair}: expected a whole number of at least 1")
             settings = replace(settings, **{key: int(value)})
         elif key == "sbatch":
-            settings = replace(settings, sbatch=settings.sbatch + tuple(shlex.split(value)))
+            try:
+                words = tuple(shlex.split(value))
+            except ValueError as exc:  # a quote left open
+                raise CsorchError(f"--slurm {pair}: {exc}", hint=_SBATCH_HINT) from None
+            problem = sbatch_problem(words)
+            if problem:
+                raise CsorchError(f"--slurm {pair}: {problem}", hint=_SBATCH_HINT)
+            settings = replace(settings, sbatch=settings.sbatch + words)
         else:
             problem, hint = _problem(key, value)
             if problem:
@@ -142,6 +207,20 @@ def array_spec(indices: Sequence[int], throttle: int) -> str:
     return ",".join(parts) + (f"%{throttle}" if throttle else "")
 
 
+def pattern_text(path: Path) -> str:
+    """`path` as literal text in sbatch's filename pattern (`%` doubled). CsorchError for
+    a path with a backslash, which turns the pattern off (every task's output would go to
+    one file named `%A_%a.out`) and has no escape."""
+    text = str(path)
+    if "\\" in text:
+        raise CsorchError(
+            f"{text}: sbatch reads a backslash in --output as 'no pattern', so the tasks' "
+            "outputs cannot be told apart",
+            hint="give an --out whose path has no backslash",
+        )
+    return text.replace("%", "%%")
+
+
 def sbatch_argv(
     settings: SlurmSettings,
     *,
@@ -159,8 +238,9 @@ def sbatch_argv(
         "--parsable",
         f"--job-name={name}",
         f"--array={array_spec(indices, settings.throttle)}",
-        # %A_%a: the array's job id and the task index, so a retry never overwrites
-        f"--output={output}/%A_%a.out",
+        # %A_%a: the array's job id and the task index, so a retry never overwrites (the
+        # directory's own `%` doubled: sbatch reads its output name as a pattern)
+        f"--output={pattern_text(output)}/%A_%a.out",
         f"--time={time_limit(settings.time or seconds + TIME_MARGIN)}",
         "--ntasks=1",
         f"--chdir={workdir}",

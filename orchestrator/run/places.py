@@ -4,7 +4,13 @@ in its own directories: a results directory may not lie inside a source tree (th
 bundle would land in the user's tree and be copied into the variants), a build cache (an
 eviction would delete it), a work directory (closing the run deletes it), an existing
 bundle, gate or bisect directory (its manifest would be overwritten or hash strangers),
-nor be `/` or the home directory itself; a report file may not land inside a bundle."""
+nor be `/` or the home directory itself; a report file may not land inside a bundle.
+
+A directory csorch passes on to its children must also survive the way it is passed
+(`passable`): paths under the build cache go into PYTHONPATH and, under ASan, LD_PRELOAD
+(lists split on `:` and whitespace, with no quoting), so `--cache-dir` may hold neither;
+an attempt's log path under `--out` goes into ASAN_OPTIONS, quoted with `"` or `'`, so
+`--out` may not hold both."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from orchestrator.bundle.layout import MANIFEST, RESULTS
+from orchestrator.config import sanitizer_options
 from orchestrator.errors import CsorchError
 from orchestrator.model import Experiment
 from orchestrator.run.journal import JOURNAL
@@ -106,12 +113,49 @@ def check_cache(cache: Path, sources: Iterable[Path]) -> None:
 
 def check_directory(path: Path, what: str) -> None:
     """CsorchError when `path` cannot be a directory csorch makes or uses: a file, or
-    under one."""
+    under one, or a path that cannot be passed on (`passable`)."""
+    passable(path, what)
     if path.exists() and not path.is_dir():
         raise CsorchError(f"{what} {path} is a file", hint="give a directory")
     parent = next((p for p in path.parents if p.exists()), None)
     if parent is not None and not parent.is_dir():
         raise CsorchError(f"{what} {path} is under {parent}, a file", hint="give a directory")
+
+
+#: what splits a path list (PYTHONPATH: ':'; LD_PRELOAD: ':' and whitespace)
+LIST_SEPARATORS = frozenset(": \t\n\r\v\f")
+
+
+def passable(path: Path, what: str) -> None:
+    """CsorchError naming `what` when the directory (as given, or resolved) cannot reach a
+    child intact: the build cache (`--cache-dir`, `CSORCH_CACHE_DIR`) holding a `:` or
+    whitespace, which PYTHONPATH and LD_PRELOAD would split; an output directory holding
+    both quotes, which ASAN_OPTIONS cannot carry."""
+    for text in dict.fromkeys((str(path), str(resolved(path)))):
+        if what == "--cache-dir":
+            bad = sorted(set(text) & LIST_SEPARATORS)
+            if bad:
+                raise CsorchError(
+                    f"--cache-dir {path}: the path holds {_named(bad)}; csorch passes paths "
+                    "under the build cache in PYTHONPATH and LD_PRELOAD, lists that split on "
+                    "':' and whitespace and cannot quote",
+                    hint="give a --cache-dir (or CSORCH_CACHE_DIR) whose path has no ':' "
+                    "and no whitespace",
+                )
+        else:
+            try:
+                sanitizer_options.pair("log_path", text)
+            except sanitizer_options.OptionsError:
+                raise CsorchError(
+                    f"{what} {path}: the path holds both ' and \"; the checker's log path "
+                    "under it goes into ASAN_OPTIONS, whose values are quoted with one or "
+                    "the other and have no escape",
+                    hint=f"give a {what} without one of the two quotes",
+                ) from None
+
+
+def _named(chars: list[str]) -> str:
+    return " and ".join("a space" if c == " " else repr(c) for c in chars)
 
 
 def check_report(path: Path, what: str = "--output") -> None:

@@ -92,7 +92,8 @@ def listing(root: Path) -> dict[str, str]:
     for rel in _walk(root):
         path = root / rel
         if path.is_symlink():
-            out[rel.as_posix()] = "l:" + hashlib.sha256(os.readlink(path).encode()).hexdigest()
+            target = os.fsencode(os.readlink(path))
+            out[rel.as_posix()] = "l:" + hashlib.sha256(target).hexdigest()
         else:
             mode = "x" if path.stat().st_mode & stat.S_IXUSR else "-"
             out[rel.as_posix()] = f"{mode}:{file_digest(path)}"
@@ -103,7 +104,8 @@ def tree_digest(root: Path) -> str:
     """sha256 over the sorted relative paths, modes and contents of a tree."""
     h = hashlib.sha256()
     for rel, entry in sorted(listing(root).items()):
-        h.update(f"{rel}\0{entry}\n".encode())
+        # a name need not be UTF-8 (Linux names are bytes): its own bytes, as read
+        h.update(os.fsencode(f"{rel}\0{entry}\n"))
     return h.hexdigest()
 
 
@@ -182,13 +184,23 @@ def _hunk(patch: Path, file: str, line: int) -> str:
     return f"at line {line}"
 
 
+def git_env(**extra: str) -> dict[str, str | None]:
+    """The environment delta of every git command csorch runs: each `GIT_*` variable of
+    csorch's own environment removed (then `extra` set). git sets GIT_DIR, GIT_INDEX_FILE
+    and GIT_WORK_TREE for a hook: a csorch started from the user's pre-commit hook would
+    otherwise clone, check out and apply patches into the user's index and tree."""
+    delta: dict[str, str | None] = {k: None for k in os.environ if k.startswith("GIT_")}
+    return {**delta, **extra}
+
+
 def apply_patch(tree: Path, patch: Path) -> None:
     """`git apply` one patch inside `tree`; PatchError names the file and hunk."""
     # The ceiling keeps git from finding an enclosing repository (the scratch directory
     # may sit inside the user's checkout): inside one, git apply silently skips paths
     # outside the current directory.
-    env = {"GIT_CEILING_DIRECTORIES": str(tree.parent)}
-    argv = ["git", "apply", "--verbose", "--whitespace=nowarn", str(patch)]
+    env = git_env(GIT_CEILING_DIRECTORIES=str(tree.parent))
+    # `--`: a patch's name is never read as an option
+    argv = ["git", "apply", "--verbose", "--whitespace=nowarn", "--", str(patch)]
     try:
         out = proc.capture(argv, cwd=tree, env=env, timeout=120)
     except ProcessStartError as exc:
@@ -211,7 +223,7 @@ def apply_patch(tree: Path, patch: Path) -> None:
 
 def _git(argv: list[str], source: str, what: str, timeout: float = 600) -> str:
     try:
-        out = proc.capture(["git", *argv], timeout=timeout)
+        out = proc.capture(["git", *argv], timeout=timeout, env=git_env())
     except ProcessStartError as exc:
         raise SourceError(source, f"cannot run git: {exc.reason}") from None
     if out.returncode != 0 or out.timed_out:
@@ -242,7 +254,8 @@ class Workspace:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shared = ["--shared"] if local else []
                 _git(
-                    ["clone", "--quiet", "--no-checkout", *shared, spec.location, str(dest)],
+                    # `--`: a location is never read as an option (`--upload-pack=...`)
+                    ["clone", "--quiet", "--no-checkout", *shared, "--", spec.location, str(dest)],
                     spec.location,
                     "clone failed",
                     timeout=3600,
@@ -255,8 +268,10 @@ class Workspace:
         # there, read only; the clone has every object through its alternates
         repo = self._repository(spec)
         where = spec.location if Path(spec.location).is_dir() else repo
+        # --end-of-options: a ref that starts with "-" is a ref, never an option
+        verify = ["rev-parse", "--verify", "--quiet", "--end-of-options"]
         commit = _git(
-            ["-C", where, "rev-parse", "--verify", "--quiet", f"{spec.ref}^{{commit}}"],
+            ["-C", where, *verify, f"{spec.ref}^{{commit}}"],
             spec.location,
             f"unknown ref {spec.ref!r}",
         )

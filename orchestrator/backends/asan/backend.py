@@ -32,7 +32,6 @@ The log's grammar and its parser are `asan.log`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from orchestrator.backends import channel
 from orchestrator.backends.asan import shim as asan_fold
 from orchestrator.backends.asan.log import parse
 from orchestrator.backends.base import BuildFlags, Liveness, Wrapped
+from orchestrator.config import sanitizer_options
 from orchestrator.errors import CheckerUnavailable, ProcessStartError
 from orchestrator.files import file_digest
 from orchestrator.host import Host
@@ -137,17 +137,38 @@ def merge_options(
     """ASAN_OPTIONS: csorch's defaults (a checker run's or a command case's, with leak
     detection when `leaks`; or a plain run's without the fold shim), then the user's, then
     what csorch requires (and the shim, when `fold`; the per-process log files at
-    `log_path`). The last setting of an option wins."""
+    `log_path`). The last setting of an option wins. The user's items are kept as written
+    (a quoted value keeps its quotes: `sanitizer_options.split`), and the log path is
+    quoted the runtime's way, so a path with spaces, colons or commas reads back whole;
+    OptionsError for a user's string the runtime would refuse, or a path holding both
+    quotes (the config and `--out` are checked for both before a run starts)."""
     defaults = PLAIN_OPTIONS if plain and not fold else DEFAULT_OPTIONS
     parts = [
         *defaults,
         *(LEAK_OPTIONS if leaks and not plain else ()),
-        *(p for p in re.split(r"[:\s]+", user) if p),
+        *sanitizer_options.split(user),
         *REQUIRED_OPTIONS,
         *(asan_fold.OPTIONS if fold else ()),
-        *((f"log_path={log_path}",) if log_path is not None else ()),
+        *((sanitizer_options.pair("log_path", str(log_path)),) if log_path is not None else ()),
     ]
     return ":".join(parts)
+
+
+#: what splits LD_PRELOAD's list (the dynamic loader has no quoting)
+PRELOAD_SEPARATORS = frozenset(": \t\n\r\v\f")
+
+
+def _preloadable(path: str) -> str:
+    """`path` for LD_PRELOAD; CheckerUnavailable when the loader would split it (the
+    build cache's path is refused before a run for the same reason: `run.places`)."""
+    if set(path) & PRELOAD_SEPARATORS:
+        raise CheckerUnavailable(
+            NAME,
+            f"{path} cannot be preloaded: LD_PRELOAD splits on ':' and whitespace, and the "
+            "path holds one",
+            hint="install the library (or give --cache-dir) under a path without ':' or whitespace",
+        )
+    return path
 
 
 def wants_leak_check(options: Sequence[str]) -> bool:
@@ -297,9 +318,8 @@ class Asan:
         env = env or {}
         shim = str(self.fold) if self.fold else ""
         cxx = str(self.cxx) if self.cxx else ""
-        preload = " ".join(
-            p for p in (shim, str(self._runtime()), cxx, env.get("LD_PRELOAD", "")) if p
-        )
+        own = [_preloadable(p) for p in (shim, str(self._runtime()), cxx) if p]
+        preload = " ".join(p for p in (*own, env.get("LD_PRELOAD", "")) if p)
         delta = (
             (
                 "ASAN_OPTIONS",

@@ -53,10 +53,16 @@ FRAME_RE = re.compile(r"^\s*#(?P<index>\d+)\s+0x(?P<pc>[0-9a-fA-F]+)(?:\s+in)?\s
 BUILD_ID_RE = re.compile(r"\(BuildId: [0-9a-fA-F]+\)")
 # ... (/lib/x86_64-linux-gnu/libc.so.6+0x271ca)
 FRAME_MODULE_RE = re.compile(r"\((?P<module>[^()\s]+)\+0x[0-9a-fA-F]+\)$")
+# ... +0x271ca)     (the module form's end; the module is what lies between it and the
+# first " (/" before it: a path may hold spaces, and ASan quotes nothing)
+MODULE_END_RE = re.compile(r"\+0x[0-9a-fA-F]+\)$")
 # ... /tmp/asantry/uaf.c:3:12
 # (bounded numbers here and in ACCESS_RE: a corrupt line is an unknown line, never a
 # crash in int(), which refuses more than 4300 digits)
 FRAME_FILE_RE = re.compile(r"\s(?P<file>\S+?):(?P<line>[0-9]{1,9})(?::\d+)?$")
+# ... :3:12     (the file form's end; an absolute file is what lies between it and the
+# first " /" before it, spaces and all: `in f /src dir/a.c:3` is f in "/src dir/a.c")
+LINE_END_RE = re.compile(r":(?P<line>[0-9]{1,9})(?::[0-9]{1,9})?$")
 # freed by thread T0 here:   /   previously allocated by thread T0 here:
 STACK_ROLE_RE = re.compile(
     r"^(?P<role>freed|previously allocated|allocated) by thread "
@@ -96,7 +102,13 @@ PRELOAD_FAILED_RE = re.compile(
 
 
 def frame(text: str) -> Frame:
-    """One `#k 0xPC in FUNC FILE:LINE` line (or its module form) as a Frame."""
+    """One `#k 0xPC in FUNC FILE:LINE` line (or its module form) as a Frame.
+
+    ASan writes the function, then one space, then the file or `(module+0xOFFSET)`,
+    quoting nothing; a function's name holds spaces (`f(int, char)`), and so may a path
+    (`/src dir/a.c`). An absolute path (every module's, and a file's from its debug
+    info) begins at the first " /" (or " (/") after the function, so that is where the
+    split goes; a relative file (`../sysdeps/x.h:58`) is the last word, as before."""
     m = FRAME_RE.match(text)
     if not m:
         return Frame(function=text.strip())
@@ -104,11 +116,28 @@ def frame(text: str) -> Frame:
     at = rest.rfind("(BuildId: ")
     if at > 0 and rest[at - 1].isspace() and BUILD_ID_RE.fullmatch(rest, at):
         rest = rest[:at].rstrip()
+    if end := MODULE_END_RE.search(rest):
+        start = _absolute(rest, "(/", end.start())
+        if start >= 0:
+            return Frame(rest[:start].rstrip(), "", None, rest[start + 1 : end.start()], pc)
     if mm := FRAME_MODULE_RE.search(rest):
         return Frame(rest[: mm.start()].rstrip(), "", None, mm["module"], pc)
+    if end := LINE_END_RE.search(rest):
+        start = _absolute(rest, "/", end.start())
+        if start > 0 and rest[:start].strip():
+            return Frame(rest[:start].rstrip(), rest[start : end.start()], int(end["line"]), "", pc)
     if (mm := FRAME_FILE_RE.search(rest)) and rest[: mm.start()].strip():
         return Frame(rest[: mm.start()].rstrip(), mm["file"], int(mm["line"]), "", pc)
     return Frame(rest, "", None, "", pc)
+
+
+def _absolute(rest: str, lead: str, end: int) -> int:
+    """Where the first absolute path of `rest` before `end` begins (`lead` at the start or
+    after whitespace: "(/" for a module, "/" for a file), or -1."""
+    at = rest.find(lead, 0, end)
+    while at > 0 and not rest[at - 1].isspace():
+        at = rest.find(lead, at + 1, end)
+    return at if at >= 0 and at + len(lead) < end else -1
 
 
 @dataclass

@@ -16,15 +16,19 @@ from orchestrator.model import Frame
 DEVICE_LOC_RE = re.compile(
     r"^(?P<function>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?: in (?P<file>.+?):(?P<line>[0-9]{1,9}))?$"
 )
-# 0x000000b0 in /src/k.cu:41:k(float *, int)   (older CUDA-MEMCHECK order)
+# 0x000000b0 in /src/k.cu:41:k(float *, int)   (older CUDA-MEMCHECK order; a file's path
+# may hold spaces, as every path here may: the tool quotes none)
 DEVICE_LOC_OLD_RE = re.compile(
-    r"^0x(?P<offset>[0-9a-fA-F]+) in (?:(?P<file>[^:\s]+):(?P<line>[0-9]{1,9}):)?(?P<function>.+)$"
+    r"^0x(?P<offset>[0-9a-fA-F]+) in (?:(?P<file>[^:]+):(?P<line>[0-9]{1,9}):)?(?P<function>.+)$"
 )
-# <module> in run.py:13     (a Python frame)
-HOST_PYTHON_RE = re.compile(r"^(?P<function>.+?) in (?P<file>\S+\.py):(?P<line>[0-9]{1,9})$")
-# cudaLaunchKernel [0x4a2b1] in /usr/local/cuda/lib64/libcudart.so.13   (symbol optional)
+# <module> in run.py:13     (a Python frame; a function's name never holds " in ", so the
+# first one ends it: `test_a in /my dir/test_a.py:3` is test_a in "/my dir/test_a.py")
+HOST_PYTHON_RE = re.compile(r"^(?P<function>.+?) in (?P<file>.+\.py):(?P<line>[0-9]{1,9})$")
+# cudaLaunchKernel [0x4a2b1] in /usr/local/cuda/lib64/libcudart.so.13   (symbol optional;
+# one space before the `[`: with `\s*` there a long run of spaces made the lazy match
+# quadratic, 8 s for one damaged 100 KB line)
 HOST_NATIVE_RE = re.compile(
-    r"^(?P<function>.*?)\s*\[0x(?P<offset>[0-9a-fA-F]+)\](?: in (?P<module>.+))?$"
+    r"^(?P<function>.*?) ?\[0x(?P<offset>[0-9a-fA-F]+)\](?: in (?P<module>.+))?$"
 )
 # /lib/x86_64-linux-gnu/libcuda.so.1 (cuLaunchKernel + 0x2cd) [0x24ed0d]   (older)
 HOST_OLD_RE = re.compile(
@@ -47,7 +51,7 @@ def host_frame(text: str) -> Frame:
     if m := HOST_OLD_RE.match(text):
         return Frame(m["function"], "", None, m["module"], m["offset"])
     if m := HOST_NATIVE_RE.match(text):
-        function, module = m["function"], m["module"] or ""
+        function, module = m["function"].rstrip(), m["module"] or ""
         if not module and "/" in function:  # older "Host Frame:./a.out [0x1a2b3]"
             function, module = "", function
         return Frame(function, "", None, module, m["offset"])

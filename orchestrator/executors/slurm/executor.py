@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 import threading
 from collections.abc import Callable, Sequence
@@ -140,12 +139,13 @@ class _Array:
         _write_json(self.spool / "build.json", self.built.to_dict())
         _write_json(self.spool / "tasks.json", [j.to_dict() for j in self.jobs])
         script = self.spool / "task.sh"
-        path = os.pathsep.join([str(execute.CSORCH_ROOT), "${PYTHONPATH:-}"])
+        # every path quoted for the shell (a `"`, `$` or backtick in it is text, not code)
+        root = shlex.quote(str(execute.CSORCH_ROOT))
         files.atomic_write(
             script,
             "#!/bin/sh\n"
             f"# one attempt of {ctx.experiment.name}/{self.built.variant} per array task\n"
-            f'PYTHONPATH="{path}"; export PYTHONPATH\n'
+            f'PYTHONPATH={root}"${{PYTHONPATH:+:$PYTHONPATH}}"; export PYTHONPATH\n'
             f"exec {shlex.quote(ctx.python)} -m orchestrator slurm-task "
             f"{shlex.quote(str(self.spool))}\n",
         )
