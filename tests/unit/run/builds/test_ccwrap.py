@@ -1,0 +1,48 @@
+"""builds/ccwrap and units, pure: how the wrapper reads a compiler's argv (which inputs a
+link reads, what a compile makes, what is a query), which flags it adds (nvcc: the host's
+through -Xcompiler), and which switches take a sanitizer away again."""
+
+from __future__ import annotations
+
+from orchestrator.run.builds import ccwrap, units
+
+CFG = {"cflags": ["-fsanitize=address", "-g"], "ldflags": ["-fsanitize=address"], "nvcc_host": True}
+
+
+def test_the_mode_inputs_and_output_of_an_argv() -> None:
+    mode, sources, inputs, output, libdirs, libs = ccwrap.parse(
+        ["-O2", "-I", "inc", "-c", "bad.c", "-o", "bad.o", "-MF", "bad.d"]
+    )
+    assert (mode, sources, inputs, output) == ("compile", ["bad.c"], [], "bad.o")
+    mode, sources, inputs, output, libdirs, libs = ccwrap.parse(
+        ["-o", "prog", "main.o", "sneaky", "-L.", "-lbad", "-l", "m", "-Wl,extra.o"]
+    )
+    assert (mode, sources, output) == ("link", [], "prog")
+    assert inputs == ["main.o", "sneaky", "extra.o"] and libdirs == ["."] and libs == ["bad", "m"]
+    assert ccwrap.parse(["main.c", "-o", "prog"])[0] == "compile+link"
+    assert ccwrap.parse(["--version"])[0] == "other"
+    assert ccwrap.parse(["-print-file-name=libasan.so"])[0] == "other"
+    assert ccwrap.parse(["-E", "x.c"])[0] == "other"
+    assert ccwrap.parse(["-dlink", "a.o", "-o", "d.o"])[0] == "device-link"
+
+
+def test_the_flags_added_go_last_and_reach_nvccs_host_compiler() -> None:
+    assert ccwrap.added(CFG, "compile", nvcc=False) == ["-fsanitize=address", "-g"]
+    assert ccwrap.added(CFG, "link", nvcc=False) == ["-fsanitize=address"]
+    assert ccwrap.added(CFG, "compile+link", nvcc=False) == ["-fsanitize=address", "-g"]
+    assert ccwrap.added(CFG, "other", nvcc=False) == []
+    assert ccwrap.added(CFG, "compile", nvcc=True) == ["-Xcompiler=-fsanitize=address,-g"]
+    assert ccwrap.added({**CFG, "nvcc_host": False}, "compile", nvcc=True) == []
+
+
+def test_switches_that_take_the_sanitizer_away() -> None:
+    assert units.opt_out(["-fsanitize=address", "-fsanitize-ignorelist=x.txt"]).startswith(
+        "-fsanitize-ignorelist"
+    )
+    assert units.opt_out(["--param", "asan-instrument-writes=0"]) == (
+        "--param asan-instrument-writes=0"
+    )
+    assert units.opt_out(["--param=asan-stack=0"]) == "--param=asan-stack=0"
+    assert units.opt_out(["-Xcompiler", "-O2,-fsanitize-blacklist=b"]) == "-fsanitize-blacklist=b"
+    # overridden by the wrapper's -fsanitize=address, which comes last
+    assert units.opt_out(["-fno-sanitize=address", "asan-file.c", "-fno-sanitize-recover"]) == ""
