@@ -1,7 +1,8 @@
 """The compiler wrappers of one build: a directory in the build's own output (writable in
 the sandbox, never the user's tree) holding a stub per compiler found on PATH (cc, c++,
 gcc, g++, clang, clang++, their versioned and target-prefixed names, nvcc), first on the
-build's PATH, with CC and CXX (and torch's PYTORCH_NVCC) pointing at them. Each stub runs
+build's PATH, with CC and CXX (and torch's PYTORCH_NVCC, for the nvcc of the CUDA_HOME
+torch would find without them) pointing at them. Each stub runs
 `ccwrap.py` with csorch's interpreter: it runs the real compiler (recorded by absolute
 path) with the checker's flags added to every compile and link, and appends one JSON line
 per compile or link to the record file, which run/builds/units.py checks after the build.
@@ -52,9 +53,15 @@ class Wrappers:
             stub = self._stub_for(words[0]) if words else None
             if stub is not None:
                 out[var] = shlex.join([stub, *words[1:]])
-        nvcc = self._stub_for(env.get("PYTORCH_NVCC") or os.environ.get("PYTORCH_NVCC") or "")
+        home = _cuda_home(env, self.compilers)
+        given = [env.get(v) or os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
+        if home and not any(given):
+            # torch finds CUDA_HOME from `which nvcc` when unset: not in the wrapper directory
+            out["CUDA_HOME"] = home
+        torch_nvcc = env.get("PYTORCH_NVCC") or os.environ.get("PYTORCH_NVCC")
+        nvcc = self._stub_for(torch_nvcc or (os.path.join(home, "bin", NVCC) if home else ""))
         if nvcc is not None:
-            out["PYTORCH_NVCC"] = nvcc  # torch's cpp_extension runs nvcc by absolute path else
+            out["PYTORCH_NVCC"] = nvcc  # torch's cpp_extension runs $CUDA_HOME/bin/nvcc else
         return out
 
     def _stub_for(self, compiler: str) -> str | None:
@@ -72,6 +79,15 @@ class Wrappers:
 
 def _path(env: Mapping[str, str]) -> str:
     return env.get("PATH") or os.environ.get("PATH") or os.defpath
+
+
+def _cuda_home(env: Mapping[str, str], compilers: Mapping[str, str]) -> str:
+    """The CUDA toolkit torch's cpp_extension would use without the wrappers ("": none)."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(var) or os.environ.get(var):
+            return env.get(var) or os.environ[var]
+    real = compilers.get(NVCC)
+    return os.path.dirname(os.path.dirname(real)) if real else ""
 
 
 def find_compilers(path: str, extra: Sequence[str] = ()) -> dict[str, str]:
@@ -121,12 +137,12 @@ def make(
     (an absolute argv prefix, a compiler cache) goes before every real compiler."""
     out = out.absolute()  # the stubs run in any directory
     directory = files.make_dirs(out / DIR, root=out)
-    extra = [
-        shlex.split(v)[0]
-        for v in (env.get("CC"), env.get("CXX"), os.environ.get("CC"), os.environ.get("CXX"))
-        if v and shlex.split(v)
-    ]
+    named = [env.get(v) or os.environ.get(v) for v in ("CC", "CXX", "PYTORCH_NVCC")]
+    extra = [shlex.split(v)[0] for v in named if v and shlex.split(v)]
     compilers = find_compilers(_path(env), extra)
+    home = _cuda_home(env, compilers)
+    if home:  # the nvcc torch runs, by absolute path: a stub of its own where not PATH's
+        compilers = find_compilers(_path(env), [*extra, os.path.join(home, "bin", NVCC)])
     record = out / RECORD
     config = directory / CONFIG
     files.atomic_write(

@@ -46,3 +46,31 @@ def test_switches_that_take_the_sanitizer_away() -> None:
     assert units.opt_out(["-Xcompiler", "-O2,-fsanitize-blacklist=b"]) == "-fsanitize-blacklist=b"
     # overridden by the wrapper's -fsanitize=address, which comes last
     assert units.opt_out(["-fno-sanitize=address", "asan-file.c", "-fno-sanitize-recover"]) == ""
+
+
+def test_a_response_file_is_read_for_the_link_inputs(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.rsp").write_text("main.o 'hidden one.o' -lbad\n")
+    parsed = ccwrap.parse(ccwrap._expand(["-o", "prog", "@link.rsp"]))
+    assert parsed[2] == ["main.o", "hidden one.o"] and parsed[5] == ["bad"]
+
+
+def test_the_wrappers_come_first_and_torch_keeps_its_cuda_home(tmp_path) -> None:
+    from orchestrator.backends.base import BuildFlags
+    from orchestrator.run.builds import wrappers
+
+    bin_ = tmp_path / "cuda" / "bin"
+    bin_.mkdir(parents=True)
+    for name in ("gcc", "nvcc", "gcc-ar"):
+        (bin_ / name).write_text("#!/bin/sh\n")
+        (bin_ / name).chmod(0o755)
+    env = {"PATH": str(bin_), "CC": "gcc -pthread"}
+    made = wrappers.make(tmp_path / "out", BuildFlags(), env, nvcc_host=False)
+    assert set(made.compilers) == {"gcc", "nvcc"}  # gcc-ar is no compiler
+    got = made.env(env)
+    assert got["PATH"] == f"{made.directory}:{bin_}"
+    assert got["CC"] == f"{made.directory}/gcc -pthread"
+    # torch's guess from `which nvcc` would land in the wrapper directory: it is given
+    assert got["CUDA_HOME"] == str(tmp_path / "cuda")
+    assert got["PYTORCH_NVCC"] == f"{made.directory}/nvcc"
+    assert "ccwrap.py" in (made.directory / "gcc").read_text()
