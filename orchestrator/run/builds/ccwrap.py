@@ -39,17 +39,20 @@ ACTIVE = "CSORCH_CCWRAP_ACTIVE"
 
 
 def _file(path):
-    """A file an invocation read or wrote: its sha256, mtime and kind (elf, ar, other)."""
+    """A file an invocation read or wrote: its sha256, mtime and kind (object, elf, ar,
+    other)."""
     h, head = hashlib.sha256(), b""
     try:
         st = os.stat(path)
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
-                head = head or chunk[:8]
+                head = head or chunk[:18]
                 h.update(chunk)
     except OSError:
         return {"path": path, "sha256": "", "mtime_ns": 0, "kind": "missing"}
-    kind = "elf" if head.startswith(b"\x7fELF") else "other"
+    kind = "other"
+    if head.startswith(b"\x7fELF"):  # e_type 1: a relocatable object
+        kind = "object" if head[16:18] in (b"\x01\x00", b"\x00\x01") else "elf"
     kind = "ar" if head.startswith((b"!<arch>\n", b"!<thin>\n")) else kind
     return {"path": path, "sha256": h.hexdigest(), "mtime_ns": st.st_mtime_ns, "kind": kind}
 

@@ -6,14 +6,15 @@ Under a sanitizer (ASan) every unit must carry it:
   switches that take it away again for some code (an ignore list, an
   `asan-*` parameter);
 - every object a recorded link read was made by a recorded compile or link (by content),
-  and so was every member of an archive and every shared library the build made itself (in
-  its own tree, output or temporary directory, or written since the build began): a file
+  wherever it is, and so was every member of an archive and every shared library the build
+  made itself (in its own tree or output, or written since the build began): a file
   compiled by /usr/bin/gcc (an absolute path, past the wrappers) leaves no record, and the
   object it made is named;
 - every ELF binary the build produced (a library, a program, an object) is the output of a
   recorded compile or link, by content: one that a compiler called by absolute path linked
   is named.
-System and toolchain libraries (outside the build's areas, older than the build) pass.
+System and toolchain libraries (outside the build's tree and output, older than the build)
+pass.
 Without a sanitizer (compute-sanitizer, plain) nothing is required: the record is kept as
 evidence of what was compiled."""
 
@@ -183,8 +184,8 @@ def _members(path: str) -> list[tuple[str, str]] | None:
 
 @dataclass(frozen=True)
 class Areas:
-    """Where the build could have made a file: its tree, output and temporary directories,
-    and when it began (a file written since is the build's, wherever it is)."""
+    """Where the build could have made a file: its tree and output, and when it began (a
+    file written since is the build's, wherever it is)."""
 
     roots: tuple[str, ...]
     since_ns: int
@@ -203,11 +204,9 @@ class Areas:
 
 
 def areas(tree: Path, out: Path, since_ns: int) -> Areas:
-    """The build's areas: `tree`, `out`, the temporary directories."""
-    import tempfile
-
-    roots = [tree, out, Path(tempfile.gettempdir()), Path("/tmp"), Path("/dev/shm")]
-    return Areas(tuple(dict.fromkeys(os.path.realpath(r) for r in roots)), since_ns)
+    """The build's areas: `tree` and `out`; anywhere else (a temporary directory), what the
+    build wrote since `since_ns` (an environment under /tmp holds torch's libraries)."""
+    return Areas(tuple(dict.fromkeys(os.path.realpath(r) for r in (tree, out))), since_ns)
 
 
 def problems(
@@ -256,10 +255,12 @@ def _input_problems(
 ) -> list[str]:
     """What is wrong with one link input, as the wrapper saw it when it linked (the file
     itself may be gone since: a build that removes its objects)."""
-    if sha in made or kind not in ("elf", "ar") or not area.made(path, mtime):
-        return []  # a recorded unit, a linker script, or a system or toolchain library
+    if sha in made or kind not in ("object", "elf", "ar"):
+        return []  # a recorded unit, or a linker script
+    if kind != "object" and not area.made(path, mtime):
+        return []  # a system or toolchain library (an object named on the line never is)
     shown = area.show(path)
-    if kind == "elf":
+    if kind in ("object", "elf"):
         return [
             f"{shown} (linked into {out}) was made by no recorded compile: a compiler run by "
             "absolute path, or an object that came with the source"

@@ -186,3 +186,13 @@ def test_a_wheel_build_goes_through_the_wrappers(tmp_path: Path) -> None:
     done = build.build(Variant("v", BuildSpec(BuildKind.WHEEL)), tree, _context(tmp_path))
     (library,) = (done.directory / "pkg").glob("subj*.so")
     assert done.units == ("bad.c",) and binaries.read_elf(library.read_bytes()).asan
+
+
+def test_an_object_from_outside_the_build_older_than_it_is_named(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "bad.c").write_text(BAD)
+    subprocess.run(["gcc", "-c", "bad.c", "-o", "bad.o"], cwd=elsewhere, check=True)
+    makefile = f"prog: main.o\n\t$(CC) -o prog main.o {elsewhere / 'bad.o'} $(LDFLAGS)\n"
+    why = _fails(tmp_path, makefile)
+    assert f"{elsewhere / 'bad.o'} (linked into prog) was made by no recorded compile" in why
