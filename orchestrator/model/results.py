@@ -56,6 +56,9 @@ class Build(Record):
     python: str = ""  # the interpreter it was built for and its cases run under ("": csorch's)
     distribution: Distribution | None = None  # PREBUILT: the release binary's identity
     cases_root: Path | None = None  # `cases_from: variant`: the variant's tree
+    #: the units its compiler wrappers recorded (sources, relative to the tree where in it);
+    #: under a sanitizer each was checked to carry it (run/builds/units.py)
+    units: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

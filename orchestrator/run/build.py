@@ -26,7 +26,7 @@ from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, Distribution, SourceTree, Variant
 from orchestrator.run import binaries, environment
-from orchestrator.run.builds import command, jit, pip, prebuilt
+from orchestrator.run.builds import command, jit, pip, prebuilt, units, wrappers
 from orchestrator.run.builds import step as steps
 from orchestrator.run.builds.step import Step
 
@@ -34,6 +34,7 @@ LOG = "build.log"
 #: ambient variables that reach the compilers, so they belong in the key
 AMBIENT = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "NVCC_APPEND_FLAGS")
 Context = steps.Context  # the run's build context (run/builds/step.py)
+UNITS_VERSION = 1  # of the compiler wrappers and their per-unit check
 description = jit.description  # the jit build description of a tree
 
 
@@ -56,7 +57,11 @@ def cache_key(variant: Variant, tree: SourceTree, ctx: Context) -> str:
                 else {}
             ),
             **(
-                {"release": prebuilt.key_inputs(variant)} if spec.kind is BuildKind.PREBUILT else {}
+                {"release": prebuilt.key_inputs(variant)}
+                if spec.kind is BuildKind.PREBUILT
+                # built through the compiler wrappers, each unit checked: an entry from
+                # before them was not, and is not reused
+                else {"wrappers": UNITS_VERSION}
             ),
             **(
                 {"test_requires": environment.key_inputs(ctx.environment)}
@@ -128,6 +133,7 @@ def _from_meta(meta: dict, entry: Path, k: str, cached: bool, variant: Variant) 
         requirements_path=entry / environment.DEPS if (entry / environment.DEPS).is_dir() else None,
         python=build.python,
         distribution=build.distribution,
+        units=build.units,
     )
 
 
@@ -141,6 +147,7 @@ def _record(
     step: Step,
     ctx: Context,
     release: Distribution | None,
+    compiled: tuple[str, ...],
 ) -> Build:
     return Build(
         variant=variant.name,
@@ -155,7 +162,50 @@ def _record(
         steps=tuple(step.argvs),
         python=ctx.python if ctx.environment.python else "",
         distribution=release,
+        units=compiled,
     )
+
+
+def _units(
+    out: Path, tree: Path, since: int, produced: list[str], step: Step, ctx: Context
+) -> tuple[str, ...]:
+    """The units the wrappers recorded (sources, relative to the tree where in it); under a
+    sanitizer, a BuildError naming each unit or object that does not carry it."""
+    if step.wrappers is None:
+        return ()
+    files.remove_tree(step.wrappers.directory, ignore_errors=True)  # the entry keeps the record
+    try:
+        records = units.read(step.wrappers.record)
+    except units.RecordError as exc:
+        raise step.fail(f"the compiler wrappers' record is damaged: {exc}") from None
+    if ctx.sanitizer:
+        built = [
+            out / p for p in [*produced, *_binaries(out)] if not p.startswith(environment.DEPS)
+        ]
+        found = units.problems(records, ctx.sanitizer, units.areas(tree, out, since), built)
+        if found:
+            more = (
+                f" (+{len(found) - units.MAX_PROBLEMS} more)"
+                if len(found) > units.MAX_PROBLEMS
+                else ""
+            )
+            raise step.fail(
+                f"{len(found)} unit(s) of this {ctx.sanitizer} build are not instrumented "
+                f"by csorch's compiler wrappers: "
+                + "; ".join(found[: units.MAX_PROBLEMS])
+                + more
+                + ". Call the compiler by name (cc, c++, gcc, $(CC), $(CXX)), never by "
+                "absolute path, so that csorch's wrapper adds the sanitizer to every unit; "
+                "build every object from source in the build; do not take the sanitizer "
+                "away (an ignore list, asan-* parameters)"
+            )
+    names = []
+    for c in records:
+        for s in c.sources if c.compiles else ():
+            rel = os.path.relpath(s, tree) if Path(s).is_relative_to(tree) else s
+            if not rel.startswith(("/tmp/", "/dev/shm/")):  # a compiler's own temporaries
+                names.append(rel)
+    return tuple(dict.fromkeys(names))
 
 
 def _make(
@@ -195,10 +245,25 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
         start = time.monotonic()
         published = False
         try:
+            since = time.time_ns()
+            if variant.build.kind is not BuildKind.PREBUILT:
+                step.wrappers = wrappers.make(
+                    out, ctx.flags, dict(variant.build.env), nvcc_host=bool(ctx.sanitizer)
+                )
             produced, release = _make(variant, tree.root, out, step, ctx)
             environment.install(out, step, ctx)
+            compiled = _units(out, tree.root, since, produced, step, ctx)
             record = _record(
-                variant, k, out, produced, time.monotonic() - start, tree, step, ctx, release
+                variant,
+                k,
+                out,
+                produced,
+                time.monotonic() - start,
+                tree,
+                step,
+                ctx,
+                release,
+                compiled,
             )
             binaries.require(out, record, variant, ctx.sanitizer, ctx.device_code, step.fail)
             entry = ctx.cache.publish(k, out, {"build": record.to_dict()})

@@ -27,6 +27,9 @@ EXEMPT = {
     "orchestrator/sandbox/init.py": "PID 1 of the sandbox's namespace, run by unshare as a "
     "stdlib-only script (`python -I -S`): it cannot import csorch, and it reads /proc and "
     "makes mount points before anything else runs",
+    "orchestrator/run/builds/ccwrap.py": "the compiler wrapper, run by each compiler call "
+    "of a build as a stdlib-only script (`python -I -S`, once per compile: it cannot import "
+    "csorch), appending to the build's record, which csorch reads back through files",
     "orchestrator/markers/plugin.py": "a pytest plugin loaded into the subject's own "
     "interpreter: it imports nothing of csorch (a subject's environment need not import "
     "it), and writes only its markers file, which csorch reads back through files",

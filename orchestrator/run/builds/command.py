@@ -32,7 +32,7 @@ def _short(path: Path, tree: Path) -> str:
 def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> list[str]:
     """Run the argv; the produced files, relative to the entry."""
     before = _stamps(tree)
-    step(list(variant.build.command), cwd=tree, env=compile_env(variant, ctx))
+    step(list(variant.build.command), cwd=tree, env=compile_env(variant, ctx, step.wrappers))
     try:
         files.copy_tree(tree, out / "tree")
     except (files.TooDeep, files.NotRegularFile) as exc:  # what the build made, named

@@ -43,7 +43,7 @@ def build(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> 
         "--package-dir",
         str(out / "pkg"),
     ]
-    env = compile_env(variant, ctx)
+    env = compile_env(variant, ctx, step.wrappers)
     if ctx.sanitizer:
         argv += ["--sanitize", ctx.sanitizer]
     if ctx.sanitizer == "address" and ctx.asan_runtime is not None:

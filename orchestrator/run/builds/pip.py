@@ -33,14 +33,14 @@ def install_into(wheel: Path, out: Path, step: Step, ctx: Context, env: dict[str
 
 def install(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> None:
     _project(tree, step)
-    env = compile_env(variant, ctx) | PIP_ENV
+    env = compile_env(variant, ctx, step.wrappers) | PIP_ENV
     argv = [ctx.python, "-m", "pip", "install", "-v", *_ISOLATION, "--target", str(out / "pkg")]
     step([*argv, str(tree)], cwd=tree, env=env)
 
 
 def wheel(variant: Variant, tree: Path, out: Path, step: Step, ctx: Context) -> None:
     _project(tree, step)
-    env = compile_env(variant, ctx) | PIP_ENV
+    env = compile_env(variant, ctx, step.wrappers) | PIP_ENV
     # -v: the build backend's output, the compiler command lines, in the log
     argv = [
         ctx.python,

@@ -13,6 +13,7 @@ from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import Cache
 from orchestrator.errors import BuildError
 from orchestrator.model import Environment, Variant
+from orchestrator.run.builds.wrappers import Wrappers
 from orchestrator.sandbox import Sandbox
 
 TAIL_LINES = 30
@@ -41,8 +42,10 @@ def _joined(*parts: object) -> str:
     return " ".join(str(p) for group in parts for p in (group or ()) if p)
 
 
-def compile_env(variant: Variant, ctx: Context) -> dict[str, str]:
-    """Sanitizer and user flags for the compilers, plus the build's own `env`."""
+def compile_env(variant: Variant, ctx: Context, wrappers: Wrappers | None = None) -> dict[str, str]:
+    """Sanitizer and user flags for the compilers, plus the build's own `env`; with the
+    build's compiler `wrappers` first on PATH and named by CC/CXX (run/builds/wrappers.py),
+    which add the flags to every compile whatever a Makefile does with CFLAGS."""
     spec = variant.build
     env = {
         "CFLAGS": _joined([os.environ.get("CFLAGS")], ctx.flags.cflags, spec.flags),
@@ -55,7 +58,8 @@ def compile_env(variant: Variant, ctx: Context) -> dict[str, str]:
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     env = {k: v for k, v in env.items() if v or k == "CSORCH_SANITIZE"}
-    return {**env, **dict(spec.env)}
+    env = {**env, **dict(spec.env)}
+    return wrappers.env(env) if wrappers is not None else env
 
 
 def tail(log: Path) -> str:
@@ -73,6 +77,7 @@ class Step:
         self.variant, self.log, self.ctx = variant, log, ctx
         self.argvs: list[tuple[str, ...]] = []
         self.cpu = 0.0
+        self.wrappers: Wrappers | None = None  # the build's compiler wrappers, once made
 
     def __call__(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> None:
         result = proc.run(

@@ -1,6 +1,7 @@
 """binaries: the ELF reader on real binaries compiled here (gcc with and without ASan,
 nvcc with device code), and builds that cannot serve their checker made inconclusive
-through the real build: a Makefile that sets CFLAGS under ASan, and a setup.py that
+through the real build: a Makefile that calls gcc by absolute path under ASan (one that
+sets CFLAGS is instrumented by csorch's compiler wrappers), and a setup.py that
 builds CUDA only when torch sees a GPU (item 13), under compute-sanitizer."""
 
 from __future__ import annotations
@@ -93,29 +94,33 @@ def _context(tmp_path: Path, **kw) -> build.Context:
     )
 
 
-def test_a_makefile_that_drops_the_asan_flags_is_not_a_build(tmp_path: Path) -> None:
+def test_a_makefile_that_drops_the_asan_flags_is_instrumented_by_the_wrappers(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "prog"
     root.mkdir()
     (root / "a.c").write_text(SUM)
-    # CFLAGS set, not added to: csorch's -fsanitize=address never reaches gcc
+    # CFLAGS set, not added to: csorch's -fsanitize=address never reaches gcc through them,
+    # but gcc is csorch's wrapper, which adds it to every compile and link
     (root / "Makefile").write_text(
         "CFLAGS = -O1\nlib.so: a.c\n\tgcc -shared -fPIC $(CFLAGS) a.c -o lib.so\n"
     )
     spec = BuildSpec(BuildKind.COMMAND, command=("make",), outputs=("lib.so",))
     ctx = _context(tmp_path, sanitizer="address", flags=_asan_flags())
-    with pytest.raises(BuildError) as caught:
-        build.build(Variant("v", spec), _tree(root), ctx)
-    assert "no binary of this ASan build is instrumented (tree/lib.so" in caught.value.message
-    assert caught.value.log_path == tmp_path / "logs" / "v.log"  # the build ran: its log
-    assert "gcc -shared -fPIC -O1 a.c" in (tmp_path / "logs" / "v.log").read_text()
-    assert not list((tmp_path / "cache" / "entries").iterdir())  # never published
-    # adding to CFLAGS keeps them: the build is instrumented and published
-    (root / "lib.so").unlink()  # (a run builds in a fresh copy; this test in the tree)
-    (root / "Makefile").write_text(
-        "CFLAGS += -O1\nlib.so: a.c\n\tgcc -shared -fPIC $(CFLAGS) $(LDFLAGS) a.c -o lib.so\n"
-    )
     done = build.build(Variant("v", spec), _tree(root), ctx)
     assert done.ok and [a.path for a in done.artifacts] == ["tree/lib.so"]
+    assert binaries.read_elf((done.directory / "tree" / "lib.so").read_bytes()).asan
+    assert "gcc -shared -fPIC -O1 a.c" in done.log.read_text()
+    # past the wrappers (gcc by absolute path) it is not a build, and says why
+    (root / "lib.so").unlink()  # (a run builds in a fresh copy; this test in the tree)
+    (root / "Makefile").write_text(
+        "CFLAGS = -O2\nlib.so: a.c\n\t/usr/bin/gcc -shared -fPIC $(CFLAGS) a.c -o lib.so\n"
+    )
+    with pytest.raises(BuildError) as caught:
+        build.build(Variant("v", spec), _tree(root), ctx)
+    assert "tree/lib.so: linked by no recorded compiler" in caught.value.message
+    assert caught.value.log_path == tmp_path / "logs" / "v.log"  # the build ran: its log
+    assert len(list((tmp_path / "cache" / "entries").iterdir())) == 1  # only the first
 
 
 def _asan_flags():

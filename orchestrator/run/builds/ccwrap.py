@@ -1,0 +1,189 @@
+"""The compiler wrapper a build runs instead of its compiler (run/builds/wrappers.py writes
+the stubs that start it): `python -I -S ccwrap.py CONFIG NAME ARGS...`.
+
+It runs the real compiler NAME (an absolute path in CONFIG) with ARGS and, where the
+invocation compiles or links, the checker's flags added last, so that a Makefile that sets
+its own CFLAGS cannot drop them (for gcc the last -fsanitize/-fno-sanitize wins). Each
+compile or link that succeeds is one JSON line in CONFIG's record file: its argv, cwd,
+sources, outputs and inputs, with the sha256 of each output and input, which csorch checks
+after the build (run/builds/units.py). Standard library only, no site: it starts once per
+compile."""
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+
+SOURCE_EXT = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP", ".cu", ".i", ".ii",
+              ".s", ".S", ".sx", ".m", ".mm")  # fmt: skip
+# options whose value is the next argument (gcc's and nvcc's), so that it is not an input
+_VALUED = (
+    "-o -I -D -U -include -imacros -isystem -iquote -idirafter -x -MF -MT -MQ -L -l -T "
+    "-Xlinker -Xassembler -Xpreprocessor -Xcompiler -Xptxas -Xnvlink -Xfatbin -Xcudafe "
+    "-Xarchive -z -u -e --param -isysroot -iprefix -iwithprefix -iwithprefixbefore -ccbin "
+    "--compiler-bindir -arch -gencode -code -cudart --cudart -odir --output-directory -std "
+    "-maxrregcount -t --threads -rdc --relocatable-device-code --compiler-options "
+    "--linker-options --generate-code --gpu-architecture --gpu-code --output-file "
+    "--include-path --define-macro --library --library-path --pre-include -MJ"
+)
+VALUED = frozenset(_VALUED.split())
+COMPILE_ONLY = frozenset({"-c", "-S", "--compile", "-ptx", "-cubin", "-fatbin", "-optix-ir"})
+PREPROCESS = frozenset({"-E", "-M", "-MM", "--preprocess", "-dryrun", "--dryrun"})
+DEVICE_LINK = frozenset({"-dlink", "--device-link", "-lib", "--lib"})
+
+
+#: the chain of wrapped tools running (gcc inside nvcc); a tool inside itself (a compiler
+#: cache that looks its compiler up on PATH finds this stub again) runs the real one as is
+ACTIVE = "CSORCH_CCWRAP_ACTIVE"
+
+
+def _file(path):
+    """A file an invocation read or wrote: its sha256, mtime and kind (object, elf, ar,
+    other)."""
+    h, head = hashlib.sha256(), b""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                head = head or chunk[:18]
+                h.update(chunk)
+    except OSError:
+        return {"path": path, "sha256": "", "mtime_ns": 0, "kind": "missing"}
+    kind = "other"
+    if head.startswith(b"\x7fELF"):  # e_type 1: a relocatable object
+        kind = "object" if head[16:18] in (b"\x01\x00", b"\x00\x01") else "elf"
+    kind = "ar" if head.startswith((b"!<arch>\n", b"!<thin>\n")) else kind
+    return {"path": path, "sha256": h.hexdigest(), "mtime_ns": st.st_mtime_ns, "kind": kind}
+
+
+def _expand(args, depth=0):
+    """`args` with gcc's @FILE response files read in (for reading the argv only)."""
+    out = []
+    for a in args:
+        if a.startswith("@") and depth < 8 and os.path.isfile(a[1:]):
+            try:
+                with open(a[1:], encoding="utf-8", errors="surrogateescape") as f:
+                    out += _expand(shlex.split(f.read()), depth + 1)
+                continue
+            except (OSError, ValueError):
+                pass
+        out.append(a)
+    return out
+
+
+def parse(args):
+    """(mode, sources, other inputs, -o, -L dirs, -l names) of a gcc- or nvcc-like argv."""
+    sources, inputs, libdirs, libs = [], [], [], []
+    output, mode, i = "", "link", 0
+    while i < len(args):
+        a = args[i]
+        value = args[i + 1] if a in VALUED and i + 1 < len(args) else None
+        if a in COMPILE_ONLY:
+            mode = "compile" if mode == "link" else mode
+        elif a in PREPROCESS:
+            mode = "other"
+        elif a in DEVICE_LINK:
+            mode = "device-link" if mode == "link" else mode
+        elif a in ("-o", "--output-file") and value is not None:
+            output = value
+        elif a.startswith("-o") and len(a) > 2 and not a.startswith("-odir"):
+            output = a[2:]
+        elif a.startswith("--output-file="):
+            output = a.partition("=")[2]
+        elif a == "-L" and value is not None:
+            libdirs.append(value)
+        elif a.startswith("-L"):
+            libdirs.append(a[2:])
+        elif a == "-l" and value is not None:
+            libs.append(value)
+        elif a.startswith("-l") and len(a) > 2:
+            libs.append(a[2:])
+        elif a.startswith("-Wl,"):
+            inputs += [w for w in a[4:].split(",") if w.endswith((".o", ".a", ".so"))]
+        elif a == "-" or not a.startswith("-"):
+            (sources if a == "-" or a.endswith(SOURCE_EXT) else inputs).append(a)
+        i += 2 if value is not None else 1
+    if not sources and not inputs:
+        mode = "other"  # a query: --version, -print-file-name=, -dumpmachine
+    elif mode == "link" and sources:
+        mode = "compile+link"
+    return mode, sources, inputs, output, libdirs, libs
+
+
+def _libraries(libdirs, libs, cwd):
+    """The build's own libraries a link's -l names: only the -L directories it gives."""
+    found = []
+    for name in libs:
+        for d in libdirs:
+            for suffix in (".so", ".a"):
+                path = os.path.join(cwd, d, f"lib{name}{suffix}")
+                if os.path.isfile(path):
+                    found.append(os.path.normpath(path))
+    return found
+
+
+def _outputs(mode, sources, output, cwd):
+    if output:
+        return [os.path.join(cwd, output)]
+    if mode == "compile":
+        return [os.path.join(cwd, os.path.splitext(os.path.basename(s))[0] + ".o") for s in sources]
+    return [os.path.join(cwd, "a.out")] if mode != "other" else []
+
+
+def added(cfg, mode, nvcc):
+    """The checker's flags this invocation gets (nvcc: host flags through -Xcompiler)."""
+    flags = []
+    if mode in ("compile", "compile+link"):
+        flags += cfg["cflags"]
+    if mode in ("link", "compile+link"):
+        flags += [f for f in cfg["ldflags"] if f not in flags]
+    if not flags:
+        return []
+    if nvcc:
+        return ["-Xcompiler=" + ",".join(flags)] if cfg["nvcc_host"] else []
+    return flags
+
+
+def main(argv):
+    config, name, args = argv[1], argv[2], argv[3:]
+    with open(config, encoding="utf-8") as f:
+        cfg = json.load(f)
+    real = cfg["compilers"][name]
+    active = os.environ.get(ACTIVE, "").split(":")
+    if name in active:
+        os.execv(real, [real, *args])
+    os.environ[ACTIVE] = ":".join([*active, name]).strip(":")
+    nvcc = os.path.basename(real).startswith("nvcc")
+    mode, sources, inputs, output, libdirs, libs = parse(_expand(args))
+    command = [*cfg["launcher"], real, *args, *added(cfg, mode, nvcc)]
+    cwd = os.getcwd()
+    link_inputs = []
+    if mode in ("link", "compile+link", "device-link"):
+        link_inputs = [_file(os.path.join(cwd, p)) for p in inputs if os.path.isfile(p)]
+        link_inputs += [_file(p) for p in _libraries(libdirs, libs, cwd)]
+    pid = os.posix_spawn(command[0], command, os.environ)
+    status = os.waitpid(pid, 0)[1]
+    code = os.waitstatus_to_exitcode(status)
+    if code == 0 and mode != "other":
+        line = {
+            "tool": name,
+            "compiler": real,
+            "mode": mode,
+            "argv": command,
+            "cwd": cwd,
+            "sources": [os.path.normpath(os.path.join(cwd, s)) for s in sources],
+            "outputs": [_file(os.path.normpath(p)) for p in _outputs(mode, sources, output, cwd)],
+            "inputs": link_inputs,
+        }
+        data = (json.dumps(line) + "\n").encode()
+        fd = os.open(cfg["record"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
