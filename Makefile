@@ -18,7 +18,7 @@ help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
 	@echo "make test-fast  the pure-logic tests only: no build, no child process (under a minute)"
-	@echo "make fuzz       long fuzzing of the log parsers and config loaders (about 45 minutes on 2 cores)"
+	@echo "make fuzz       long fuzzing of the log parsers, config loaders and hostile subjects (about an hour on 2 cores)"
 	@echo "make bench      qext kernels, csorch's overhead, baseline and warm-rerun ratios, the gate and bisect plans"
 	@echo "make bench-qext / bench-orchestrator / bench-parser / bench-plan   one of the four"
 	@echo "make bench-flood  ASan report floods, printed vs folded (CPU machine; ~10 minutes)"
@@ -80,10 +80,14 @@ test-fast: setup
 
 # the parsers and config loaders under hypothesis's long profile (>= 100,000 inputs per
 # parser, fresh random each time; CI runs the quick profile inside `make test`), then
-# the measured check that parse time is linear in input size
+# the measured check that parse time is linear in input size, then the generative hostile
+# suite's long profile (hostile-fuzz: 100 fresh subjects, trees and bundles per test, each
+# a real run; about 15 minutes on 2 cores)
 fuzz: setup
 	$(PY) -m pytest tests/fuzz -p no:cacheprovider --hypothesis-profile fuzz -q $(PYTEST_ARGS)
 	$(PY) tools/fuzz_linear.py
+	$(PY) -m pytest tests/hostile/generative -p no:cacheprovider --hypothesis-profile hostile-fuzz -q \
+		$(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
