@@ -150,7 +150,8 @@ def apply(edit: Edit, bundle: Path, outside: Path) -> str:
         os.mkfifo(victim)
     elif edit.how == "add":
         where = victim.parent
-        name = edit.data.decode("ascii", "replace").replace("/", "_") or "added"
+        name = edit.data.decode("ascii", "replace").replace("/", "_").replace("\0", "_")
+        name = "added" if name in ("", ".", "..") else name
         added = where / name
         if added.exists() or added.is_symlink():
             return ""
