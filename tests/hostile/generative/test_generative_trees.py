@@ -64,20 +64,21 @@ class Entry:
     def refused(self) -> bool:
         return self.kind in REFUSED or (self.kind == "deep" and self.depth > MAX_DEPTH)
 
-    def make(self, tree: Path, outside: Path) -> None:
+    def make(self, tree: Path, outside: Path) -> bool:
+        """Make the entry in `tree`; False where its name is taken (drawn twice)."""
         top = os.path.join(os.fsencode(tree), self.where) if self.where else os.fsencode(tree)
         os.makedirs(top, exist_ok=True)
         path = os.path.join(top, self.name)
-        if os.path.lexists(path):
-            return  # a name drawn twice: the first one stands
+        partner = self.name[:200] + b".other"  # a loop's other end (255 bytes is the most)
+        if os.path.lexists(path) or os.path.lexists(os.path.join(top, partner)):
+            return False  # a name drawn twice: the first one stands
         if self.kind == "link-out":
             os.symlink(os.fsencode(outside), path)
         elif self.kind == "link-up":
             os.symlink(b"../" * 12 + os.fsencode(outside).lstrip(b"/"), path)
         elif self.kind == "link-loop":
-            os.symlink(self.name + b".other", path)
-            if not os.path.lexists(path + b".other"):
-                os.symlink(self.name, path + b".other")
+            os.symlink(partner, path)
+            os.symlink(self.name, os.path.join(top, partner))
         elif self.kind == "link-self":
             os.symlink(self.name, path)
         elif self.kind == "link-dangling":
@@ -99,6 +100,7 @@ class Entry:
             os.mkfifo(path)
         elif self.kind == "socket":
             os.mknod(path, 0o600 | stat.S_IFSOCK)
+        return True
 
 
 KINDS = ("link-out", "link-up", "link-loop", "link-self", "link-dangling", "link-in",
@@ -150,8 +152,7 @@ def _try(shared: Path, tree: list[Entry], real_fix: bool) -> None:
     (home / ".profile").write_text("the user's\n")
     outside.mkdir()
     (outside / "secret").write_text("not the tree's\n")
-    for entry in tree:
-        entry.make(src, outside)
+    made = [entry for entry in tree if entry.make(src, outside)]
     patch = "fix-oob.patch" if real_fix else "comment-only.patch"
     shutil.copy(E2E / patch, place / "fix.patch")
     (place / "tree.yaml").write_text(CONFIG)
@@ -162,7 +163,7 @@ def _try(shared: Path, tree: list[Entry], real_fix: bool) -> None:
     answered(done)
     assert snapshot(src) == before["tree"], f"the user's tree changed\n{tree}"
     assert snapshot(home) == before["home"] and snapshot(outside) == before["outside"], tree
-    if any(e.refused for e in tree):
+    if any(e.refused for e in made):
         assert done.returncode == 3, f"not refused\n{tree}\n{said(done)}"
     if real_fix:
         assert done.returncode != 1, f"a real fix failed\n{tree}\n{said(done)}"
