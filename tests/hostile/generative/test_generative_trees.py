@@ -107,15 +107,12 @@ KINDS = ("link-out", "link-up", "link-loop", "link-self", "link-dangling", "link
          "link-dot", "odd-file", "odd-dir", "deep", "fifo", "socket")  # fmt: skip
 
 
-#: a name that is not UTF-8 (a file's, a directory's, a link's target) is a traceback
-#: today (FINDING_NOT_UTF8 below): the generated names are UTF-8 until it is fixed, then
-#: NOT_UTF8 joins ODD
-NOT_UTF8 = b"\xff\xfenot-utf8"
+NOT_UTF8 = b"\xff\xfenot-utf8"  # a name that is not UTF-8 (a file's, a dir's, a target)
 entries = st.builds(
     Entry,
     kind=st.sampled_from(KINDS),
-    name=st.sampled_from(ODD) | st.sampled_from((b"plain", b"inc", b"vendor")),
-    where=st.sampled_from((b"", b"sub", b"sub/deeper", b"odd dir")),
+    name=st.sampled_from((*ODD, NOT_UTF8)) | st.sampled_from((b"plain", b"inc", b"vendor")),
+    where=st.sampled_from((b"", b"sub", b"sub/deeper", b"odd \xff dir")),
     depth=st.sampled_from((1, 30, 199, 201, 400)),
 )
 
@@ -130,16 +127,8 @@ def test_a_hostile_tree_keeps_every_promise(shared: Path, tree: list[Entry], rea
     _try(shared, tree, real_fix)
 
 
-FINDING_NOT_UTF8 = (
-    "a name in the source tree that is not UTF-8 is a traceback (UnicodeEncodeError): "
-    "run/sources.py tree_digest() encodes each relative path, and listing() each link's "
-    "target, as UTF-8"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=FINDING_NOT_UTF8)
 @pytest.mark.parametrize("kind", ["odd-file", "odd-dir", "link-self"])
-def test_a_name_that_is_not_utf8(shared: Path, kind: str) -> None:
+def test_a_name_that_is_not_utf8_runs(shared: Path, kind: str) -> None:
     _try(shared, [Entry(kind, NOT_UTF8, b"")], True)
 
 
