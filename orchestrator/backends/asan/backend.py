@@ -76,6 +76,8 @@ PLAIN_OPTIONS = (
 REQUIRED_OPTIONS = ("atexit=1",)
 #: the fold shim creates `$CSORCH_ASAN_STARTED.<pid>` in each process it starts in
 STARTED_VAR = "CSORCH_ASAN_STARTED"
+#: csorch's ASAN_OPTIONS again, which the fold shim gives the runtime as its defaults
+DEFAULTS_VAR = "CSORCH_ASAN_OPTIONS"
 #: what compute-sanitizer's `--leak-check full` turns on here
 LEAK_OPTIONS = ("detect_leaks=1",)
 
@@ -320,17 +322,18 @@ class Asan:
         cxx = str(self.cxx) if self.cxx else ""
         own = [_preloadable(p) for p in (shim, str(self._runtime()), cxx) if p]
         preload = " ".join(p for p in (*own, env.get("LD_PRELOAD", "")) if p)
+        merged = merge_options(
+            env.get("ASAN_OPTIONS", ""),
+            leaks=wants_leak_check(options),
+            plain=plain,
+            fold=bool(shim),
+            log_path=log_path,
+        )
         delta = (
-            (
-                "ASAN_OPTIONS",
-                merge_options(
-                    env.get("ASAN_OPTIONS", ""),
-                    leaks=wants_leak_check(options),
-                    plain=plain,
-                    fold=bool(shim),
-                    log_path=log_path,
-                ),
-            ),
+            ("ASAN_OPTIONS", merged),
+            # the same, as the runtime's defaults (the shim's __asan_default_options): a
+            # child whose ASAN_OPTIONS its parent unset still reports into the channel
+            *(((DEFAULTS_VAR, merged),) if shim else ()),
             ("LD_PRELOAD", preload),
             *(((STARTED_VAR, f"{log_path}.started"),) if log_path is not None and shim else ()),
         )
