@@ -153,7 +153,7 @@ def test_the_rng_experiment_records_what_it_recorded(rng) -> None:
     tmp, first, _ = rng
     assert first.returncode == 0
     got = essence.essence(tmp / "first", tmp / "cache")
-    assert essence.differences(got, essence.load("qext-rng-asan")) == []
+    assert essence.compare(got, "qext-rng-asan") == []
 
 
 @cpu_torch_only
