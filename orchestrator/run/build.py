@@ -162,7 +162,8 @@ def _record(
         steps=tuple(step.argvs),
         python=ctx.python if ctx.environment.python else "",
         distribution=release,
-        units=compiled,
+        # sorted: a parallel build (ninja, make -j) compiles in no fixed order
+        units=tuple(sorted(set(compiled))),
     )
 
 

@@ -82,7 +82,7 @@ def test_a_target_specific_cflags_override_is_instrumented_anyway(tmp_path: Path
     done = build.build(
         _make(), _subject(tmp_path, LINK + "bad.o: CFLAGS = -O2\n"), _context(tmp_path)
     )
-    assert done.ok and done.units == ("main.c", "bad.c")
+    assert done.ok and done.units == ("bad.c", "main.c")
     log = done.log.read_text()
     assert "-O2   -c -o bad.o bad.c" in log  # the Makefile's own flags, and no more...
     compiled = [
@@ -100,7 +100,7 @@ def test_a_target_specific_cflags_override_is_instrumented_anyway(tmp_path: Path
     )
     same = _subject(tmp_path / "again", LINK + "bad.o: CFLAGS = -O2\n")
     again = build.build(_make(), same, _context(tmp_path))
-    assert again.cached and again.units == ("main.c", "bad.c")  # the entry keeps its units
+    assert again.cached and again.units == ("bad.c", "main.c")  # the entry keeps its units
 
 
 def test_an_object_compiled_by_absolute_path_fails_the_build_by_name(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_an_archive_of_recorded_units_builds(tmp_path: Path) -> None:
         "libbad.a: bad.o\n\tar rcs libbad.a bad.o\n"
     )
     done = build.build(_make(), _subject(tmp_path, makefile), _context(tmp_path))
-    assert done.ok and done.units == ("main.c", "bad.c")
+    assert done.ok and done.units == ("bad.c", "main.c")
 
 
 def test_switching_instrumentation_off_fails_naming_the_unit(tmp_path: Path) -> None:
