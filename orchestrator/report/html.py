@@ -18,7 +18,7 @@ from typing import Any
 from orchestrator import bundle, judge
 from orchestrator.judge import signature_view
 from orchestrator.model import Attempt, Experiment, Outcome
-from orchestrator.report import provenance, rows
+from orchestrator.report import paths, provenance, rows
 
 #: nothing from the network, no script: the browser refuses anything but inline style
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -38,6 +38,9 @@ h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
 .verdict{display:inline-block;padding:4px 12px;border-radius:6px;color:#fff;font-weight:700}
 .muted{color:#59636e} ul{margin:6px 0}
 table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d1d9e0;padding:4px 8px}
+.scroll{overflow-x:auto;max-width:100%} td,li{overflow-wrap:anywhere}
+svg{max-width:100%;height:auto}
+@media (max-width:480px){body{margin:8px}}
 th{background:#f6f8fa;text-align:left} td.n{text-align:right}
 .passed{color:#1a7f37} .failed{color:#cf222e} .error{color:#cf222e;font-weight:700}
 .skipped{color:#59636e} .inconclusive{color:#9a6700;font-weight:700}
@@ -212,4 +215,9 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
         *[f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts],
         "</table></body></html>",
     ]
-    return "\n".join(p for p in page if p) + "\n"
+    text = "\n".join(p for p in page if p) + "\n"
+    # every table scrolls in its own box: a phone's 390 px never widens the page
+    text = text.replace("<table>", '<div class="scroll"><table>').replace(
+        "</table>", "</table></div>"
+    )
+    return paths.scrub(text, paths.anchors(manifest))

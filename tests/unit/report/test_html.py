@@ -116,3 +116,18 @@ def test_html_check_skips_with_a_message_without_chromium(tmp_path) -> None:
     page.write_text("<!DOCTYPE html>")
     done = check(page, tmp_path / "p.png", path=str(tmp_path))  # no browser on this PATH
     assert done.returncode == 0 and done.stdout.startswith("skipped: no chromium on PATH")
+
+
+def test_every_table_scrolls_in_its_own_box_and_no_machine_path_shows(cprog_bundles) -> None:
+    """At 390 px a table wider than the phone widened the whole page; the page carried the
+    paths of the machine that ran (the repository's, the bundle's, the cache's)."""
+    lhtml = pytest.importorskip("lxml.html", reason="lxml: CPU machines only (offline GPU)")
+    path = cprog_bundles["inconclusive"]
+    text = html.render(*bundle.read(path))
+    doc = lhtml.fromstring(text)
+    tables = doc.xpath("//table")
+    assert tables and all(t.getparent().get("class") == "scroll" for t in tables)
+    assert ".scroll{overflow-x:auto;max-width:100%}" in text and "overflow-wrap:anywhere" in text
+    root = str(Path(__file__).resolve().parents[3])
+    for machine in (root, str(path), str(Path.home())):
+        assert machine not in text, machine
