@@ -17,7 +17,7 @@ from typing import Any
 
 from orchestrator import bundle, judge
 from orchestrator.judge import signature_view
-from orchestrator.model import Attempt, Experiment, Outcome
+from orchestrator.model import Attempt, Build, Experiment, Outcome
 from orchestrator.report import paths, provenance, rows
 
 #: nothing from the network, no script: the browser refuses anything but inline style
@@ -56,9 +56,12 @@ def _count(attempts: Sequence[Attempt]) -> int:
     return sum(f.count for a in attempts for f in a.findings)
 
 
-def chart(experiment: Experiment, attempts: Sequence[Attempt]) -> str:
+def chart(experiment: Experiment, attempts: Sequence[Attempt], builds: Sequence[Build] = ()) -> str:
     """Inline SVG: for each case, one bar per variant x run column with a checker, its
-    height the findings reported there (all repeats); a legend below."""
+    height the findings reported there (all repeats); a legend below. A variant that did
+    not build has no bar but a dashed gap labelled "not built": nothing was measured,
+    which a bar of 0 would claim was."""
+    unbuilt = judge.failed_builds(builds)
     columns = [c for c in rows.columns(experiment, attempts) if c.checker.value != "none"]
     if not columns:
         return '<p class="muted">no run with a checker: nothing to chart</p>'
@@ -92,6 +95,19 @@ def chart(experiment: Experiment, attempts: Sequence[Attempt]) -> str:
     for k, case in enumerate(cases):
         x0 = left + gap + k * (group_w + gap)
         for i, col in enumerate(columns):
+            if col.variant in unbuilt:
+                x = x0 + i * bar
+                parts.append(
+                    f'<rect class="unbuilt" x="{x}" y="{height - 30}" width="{bar - 3}" '
+                    f'height="40" fill="none" stroke="#9a6700" stroke-dasharray="3 2">'
+                    f"<title>{_e(case)}: {_e(col.variant)} / {_e(col.run)}: not built"
+                    "</title></rect>"
+                )
+                parts.append(
+                    f'<text x="{x + (bar - 3) / 2}" y="{height - 34}" text-anchor="middle" '
+                    'font-size="9" fill="#9a6700">n/b</text>'
+                )
+                continue
             n = counts[(case, i)]
             h = round((height - 4) * n / top)
             x, y = x0 + i * bar, height + 10 - h
@@ -202,7 +218,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
         f'<p><span class="verdict" style="background:{colour}">{_e(verdict.upper())}</span></p>',
         "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in reasons) + "</ul>" if reasons else "",
         "<h2>Findings per case</h2>",
-        chart(experiment, records.attempts),
+        chart(experiment, records.attempts, records.builds),
         "<h2>Cases</h2>",
         table(experiment, records),
         "<h2>Signatures</h2>",

@@ -131,3 +131,13 @@ def test_every_table_scrolls_in_its_own_box_and_no_machine_path_shows(cprog_bund
     root = str(Path(__file__).resolve().parents[3])
     for machine in (root, str(path), str(Path.home())):
         assert machine not in text, machine
+
+
+def test_an_unbuilt_variant_is_a_labelled_gap_not_a_bar_of_zero(cprog_bundles) -> None:
+    lhtml = pytest.importorskip("lxml.html", reason="lxml: CPU machines only (offline GPU)")
+    doc = lhtml.fromstring(html.render(*bundle.read(cprog_bundles["inconclusive"])))
+    bars = {r.findtext("title"): r for r in doc.xpath("//svg//rect[title]")}
+    fixed = [t for t in bars if ": fixed / memcheck" in t]
+    assert fixed == ["sum: fixed / memcheck: not built"], list(bars)
+    assert bars[fixed[0]].get("class") == "unbuilt"
+    assert any(t.startswith("sum: control / memcheck: 1 finding") for t in bars)
