@@ -18,7 +18,7 @@ from typing import Any
 from orchestrator import bundle, judge
 from orchestrator.judge import signature_view
 from orchestrator.model import Attempt, Build, Experiment, Outcome
-from orchestrator.report import paths, provenance, rows
+from orchestrator.report import markdown, paths, provenance, rows
 
 #: nothing from the network, no script: the browser refuses anything but inline style
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -173,7 +173,12 @@ def table(experiment: Experiment, records: bundle.Records) -> str:
 def _signatures(view: signature_view.Signatures) -> str:
     items = []
     for sig in view.signatures:
-        frames = " &larr; ".join(_e(f) for f in sig.signature.frames)
+        # the first finding's frames with file:line, as the Markdown shows them
+        frames = " &larr; ".join(_e(f) for f in sig.frames)
+        if sig.freed:
+            frames += "; freed at " + " &larr; ".join(_e(f) for f in sig.freed)
+        if sig.frames and not any(markdown.LINE.search(f) for f in sig.frames):
+            frames += f" ({_e(markdown.NO_LINES)})"
         tally = sig.tally()
         marks = [signature_view.AMBIENT] if sig.ambient else []
         marks += [f"follows {sig.follows}"] if sig.follows else []

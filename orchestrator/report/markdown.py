@@ -139,7 +139,7 @@ def _outcomes(experiment: Experiment, records: bundle.Records) -> list[str]:
 
 
 #: a frame with a file and line (`sum (pick.c:9)`), not a bare symbol or module offset
-_LINE = re.compile(r":\d+\)?$")
+LINE = re.compile(r":\d+\)?$")
 #: why a signature's frames have no file:line, and what gives them one
 NO_LINES = (
     "no file:line: the binary carries no line table (stripped, or built without -g); "
@@ -182,7 +182,7 @@ def _findings(view: signature_view.Signatures) -> list[str]:
             line += f" (below {', '.join(code(f) for f in sig.library)})"
         if sig.freed:
             line += "; freed at " + " ← ".join(code(f) for f in sig.freed)
-        if not any(_LINE.search(f) for f in sig.frames):
+        if not any(LINE.search(f) for f in sig.frames):
             line += f" ({NO_LINES})"
         frames.append(line)
     note = (

@@ -141,3 +141,9 @@ def test_an_unbuilt_variant_is_a_labelled_gap_not_a_bar_of_zero(cprog_bundles) -
     assert fixed == ["sum: fixed / memcheck: not built"], list(bars)
     assert bars[fixed[0]].get("class") == "unbuilt"
     assert any(t.startswith("sum: control / memcheck: 1 finding") for t in bars)
+
+
+def test_frames_carry_file_and_line(cprog_bundles) -> None:
+    text = html.render(*bundle.read(cprog_bundles["fail"]))
+    # they were bare function names (the signature's frames, which drop line numbers)
+    assert re.search(r"sum \(pick\.c:\d+\) &larr; main \(pick\.c:\d+\)", text), text
