@@ -248,8 +248,14 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
         try:
             since = time.time_ns()
             if variant.build.kind is not BuildKind.PREBUILT:
+                cc = ctx.compile_cache
                 step.wrappers = wrappers.make(
-                    out, ctx.flags, dict(variant.build.env), nvcc_host=bool(ctx.sanitizer)
+                    out,
+                    ctx.flags,
+                    dict(variant.build.env),
+                    nvcc_host=bool(ctx.sanitizer),
+                    launcher=cc.launcher() if cc is not None else (),
+                    launcher_env=cc.env(tree.root, out) if cc is not None else None,
                 )
             produced, release = _make(variant, tree.root, out, step, ctx)
             environment.install(out, step, ctx)
