@@ -64,3 +64,12 @@ def test_turned_off_no_unit_is_cached(tmp_path: Path, monkeypatch: pytest.Monkey
     done = build.build(Variant("a", spec()), tree_of(subject(tmp_path / "a")), ctx)
     assert (done.compile_hits, done.compile_misses) == (0, 0)
     assert not (tmp_path / "cache" / "ccache").exists()
+
+
+def test_the_builds_table_says_what_the_compile_cache_served() -> None:
+    from orchestrator.model import Build
+    from orchestrator.report.table import compile_cache_note
+
+    built = Build("b", BuildKind.COMMAND, True, compile_hits=3, compile_misses=1)
+    assert compile_cache_note(built) == "; compile cache 3/4 hits"
+    assert compile_cache_note(Build("a", BuildKind.COMMAND, True)) == ""
