@@ -37,12 +37,14 @@ class CompileCache:
         """ccache's settings for one build of `tree` into `out`: paths under the tree are
         hashed relative to it (two variants in two scratch directories share objects), and
         each build logs its own statistics (builds run at once: one shared counter would
-        mix them)."""
+        mix them). The directory stays in the hash of a compile with debug information
+        (ccache's hash_dir, not CCACHE_NOHASHDIR): such an object names its directory, and
+        one served from another variant's scratch tree would put that tree's paths in
+        this variant's sanitizer frames (until prefix maps make them tree-relative)."""
         return {
             "CCACHE_DIR": str(self.directory),
             "CCACHE_MAXSIZE": str(self.max_bytes),
             "CCACHE_BASEDIR": str(tree),
-            "CCACHE_NOHASHDIR": "1",
             "CCACHE_STATSLOG": str(out / STATSLOG),
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
         }

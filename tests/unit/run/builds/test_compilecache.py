@@ -22,7 +22,7 @@ UNITS = 4
 MAKEFILE = (
     "OBJS = " + " ".join(f"u{i}.o" for i in range(UNITS)) + "\n"
     "prog: $(OBJS)\n\t$(CC) -o prog $(OBJS)\n"
-    "%.o: %.c\n\t$(CC) -g -c $< -o $@\n"
+    "%.o: %.c\n\t$(CC) -O1 -c $< -o $@\n"
 )
 
 
@@ -73,3 +73,17 @@ def test_the_builds_table_says_what_the_compile_cache_served() -> None:
     built = Build("b", BuildKind.COMMAND, True, compile_hits=3, compile_misses=1)
     assert compile_cache_note(built) == "; compile cache 3/4 hits"
     assert compile_cache_note(Build("a", BuildKind.COMMAND, True)) == ""
+
+
+def test_debug_objects_are_not_shared_across_directories(tmp_path: Path) -> None:
+    """-g objects name their directory: one from another variant's tree would put that
+    tree's paths in this variant's frames, so ccache keeps the directory in their hash."""
+    ctx = context(tmp_path, compile_cache=compilecache.make(tmp_path / "cache"))
+    debug = MAKEFILE.replace("-O1", "-g")
+    first = subject(tmp_path / "a")
+    (first / "Makefile").write_text(debug)
+    build.build(Variant("a", spec()), tree_of(first), ctx)
+    other = subject(tmp_path / "b", "2")
+    (other / "Makefile").write_text(debug)
+    done = build.build(Variant("b", spec()), tree_of(other), ctx)
+    assert done.compile_hits == 0 and done.compile_misses == UNITS
