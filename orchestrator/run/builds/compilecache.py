@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import files
+
 SUBDIR = "ccache"  # under the build cache's root
 OFF_ENV = "CSORCH_NO_COMPILE_CACHE"
 MAX_ENV = "CSORCH_COMPILE_CACHE_MAX_BYTES"
@@ -82,14 +84,14 @@ def make(cache_root: Path, *, enabled: bool = True) -> CompileCache | None:
     if not program:
         return None
     directory = Path(cache_root) / SUBDIR
-    directory.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(directory, root=Path(cache_root))
     return CompileCache(program, directory.resolve(), max_bytes())
 
 
 def read_stats(out: Path) -> tuple[int, int]:
     """(hits, misses) from the build's statistics log; (0, 0) where none."""
     try:
-        text = (out / STATSLOG).read_text(errors="replace")
+        text = files.read_text(out / STATSLOG, errors="replace")
     except OSError:
         return 0, 0
     hits = misses = 0
