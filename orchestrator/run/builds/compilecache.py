@@ -36,9 +36,7 @@ class CompileCache:
         return (self.program,)
 
     def env(self, tree: Path, out: Path) -> dict[str, str]:
-        """ccache's settings for one build of `tree` into `out`: paths under the tree are
-        hashed relative to it (two variants in two scratch directories share objects), and
-        each build logs its own statistics (builds run at once: one shared counter would
+        """ccache's settings for one build of `tree` into `out`: each build logs its own statistics (builds run at once: one shared counter would
         mix them). The directory stays in the hash of a compile with debug information
         (ccache's hash_dir, not CCACHE_NOHASHDIR): such an object names its directory, and
         one served from another variant's scratch tree would put that tree's paths in
@@ -46,7 +44,9 @@ class CompileCache:
         return {
             "CCACHE_DIR": str(self.directory),
             "CCACHE_MAXSIZE": str(self.max_bytes),
-            "CCACHE_BASEDIR": str(tree),
+            # no CCACHE_BASEDIR: ccache would rewrite the tree's absolute paths on the
+            # command line to relative ones, and sanitizer frames (results.json, SARIF)
+            # would name '../../work/...' instead of the tree's file
             "CCACHE_STATSLOG": str(out / STATSLOG),
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
         }
