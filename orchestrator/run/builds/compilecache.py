@@ -36,8 +36,9 @@ class CompileCache:
         return (self.program,)
 
     def env(self, tree: Path, out: Path) -> dict[str, str]:
-        """ccache's settings for one build of `tree` into `out`: each build logs its own statistics (builds run at once: one shared counter would
-        mix them). The directory stays in the hash of a compile with debug information
+        """ccache's settings for one build of `tree` into `out`: each build logs its own
+        statistics (builds run at once: one shared counter would mix them). The directory
+        stays in the hash of a compile with debug information
         (ccache's hash_dir, not CCACHE_NOHASHDIR): such an object names its directory, and
         one served from another variant's scratch tree would put that tree's paths in
         this variant's sanitizer frames (until prefix maps make them tree-relative)."""
