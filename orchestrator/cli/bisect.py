@@ -23,9 +23,11 @@ from orchestrator.cli.common import (
     ExecutorOpt,
     ExitCode,
     Jobs,
+    NoCompileCache,
     Repeat,
     SlurmOpt,
     app,
+    compile_cache_off,
     err,
     out,
 )
@@ -63,6 +65,7 @@ def bisect_command(
         ),
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="the build cache")] = None,
+    no_compile_cache: NoCompileCache = False,
     jobs: Jobs = None,
     resume: Annotated[
         Path | None, typer.Option(help="continue the bisection kept in this --out directory")
@@ -80,6 +83,7 @@ def bisect_command(
 ) -> None:
     """Find the first commit that shows the config's target signature (or, with
     --find-fix, the first that no longer does)."""
+    compile_cache_off(no_compile_cache)
     start = time.monotonic()
     if resume is not None:
         asked, cache_dir, jobs, probes = session.resumed(resume, cache_dir, jobs, probes, out_dir)

@@ -23,6 +23,7 @@ from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
 from orchestrator.model.experiment import MAX_REPEATS
 from orchestrator.run import journal
+from orchestrator.run.builds import compilecache
 
 #: verbs that speak another protocol's exit codes: the one for "cannot judge" (a usage
 #: error, an interrupt), in place of USAGE (probe: git bisect run's 128, set in probe.py)
@@ -117,6 +118,27 @@ CacheDir = Annotated[
         "else ~/.cache/csorch; scratch trees go in its work/)"
     ),
 ]
+NoCompileCache = Annotated[
+    bool,
+    typer.Option(
+        "--no-compile-cache",
+        help="build without ccache (also: CSORCH_NO_COMPILE_CACHE=1); the build cache's "
+        "key is as strict either way",
+    ),
+]
+
+
+def compile_cache_off(off: bool) -> None:
+    """--no-compile-cache: set for the whole command (its builds, a resume's, a Slurm
+    job's environment) through the variable that run/builds/compilecache.py reads; where
+    ccache is absent, says so once (the builds compile every unit, as without it)."""
+    if off:
+        os.environ[compilecache.OFF_ENV] = "1"
+    notice = compilecache.notice_once()
+    if notice:
+        err.print(f"[dim]compile cache:[/] {notice}", highlight=False, soft_wrap=True)
+
+
 ExecutorOpt = Annotated[
     str | None,
     typer.Option(

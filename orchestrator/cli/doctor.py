@@ -14,6 +14,7 @@ from orchestrator.cli.common import ExitCode, app, err, out
 from orchestrator.errors import CheckerUnavailable, HostMismatch
 from orchestrator.model import RUN_CHECKERS, Checker, ToolInfo
 from orchestrator.report.provenance import unsandboxed
+from orchestrator.run.builds import compilecache
 
 
 def _tool(found: ToolInfo | CheckerUnavailable, *, runtime: bool = False) -> list[str]:
@@ -127,6 +128,7 @@ def doctor_command(
         ("ASan runtime", _tool(asan, runtime=True)),
         ("host probe", [_probe_line(probed, mismatch)]),
         ("sandbox", [_sandbox_line(facts.sandbox)]),
+        ("compile cache", [escape(compilecache.describe())]),
     ]
     problem: CheckerUnavailable | HostMismatch | None = mismatch
     choice: backends.Choice | None = None
@@ -145,6 +147,10 @@ def doctor_command(
             "host": facts.to_dict(),
             "checkers": {"compute-sanitizer": _tool_json(sanitizer), "asan": _tool_json(asan)},
             "sandbox": {"fact": facts.sandbox, "sandboxed": not unsandboxed(facts.sandbox)},
+            "compile_cache": {
+                "program": "" if compilecache.disabled() else compilecache.find(),
+                "fact": compilecache.describe(),
+            },
             "backend": None
             if choice is None
             else {"auto": choice.backend, "reason": choice.reason},

@@ -16,9 +16,11 @@ from orchestrator.cli.common import (
     CacheDir,
     ExecutorOpt,
     Jobs,
+    NoCompileCache,
     Repeat,
     SlurmOpt,
     app,
+    compile_cache_off,
     out,
     step_summary,
 )
@@ -57,6 +59,7 @@ def gate_command(
     ] = Fanout.SHARD,
     jobs: Jobs = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
+    no_compile_cache: NoCompileCache = False,
     executor: ExecutorOpt = None,
     slurm: SlurmOpt = None,
     resume: Annotated[
@@ -88,6 +91,7 @@ def gate_command(
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
+    compile_cache_off(no_compile_cache)
     settings = pipeline.Settings(
         backend=backend,
         repeat=repeat,

@@ -19,9 +19,11 @@ from orchestrator.cli.common import (
     CacheDir,
     ExecutorOpt,
     Jobs,
+    NoCompileCache,
     Repeat,
     SlurmOpt,
     app,
+    compile_cache_off,
     out,
     step_summary,
 )
@@ -65,6 +67,7 @@ def run_command(
     ] = Fanout.SHARD,
     jobs: Jobs = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
+    no_compile_cache: NoCompileCache = False,
     keep_work: Annotated[bool, typer.Option(help="keep the scratch trees")] = False,
     case: Annotated[
         list[str] | None, typer.Option("--case", help="run only this config case (repeatable)")
@@ -86,6 +89,7 @@ def run_command(
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality; with
     --sign KEY, sign the bundle as `csorch gate --sign` signs a gate (unsigned without)."""
+    compile_cache_off(no_compile_cache)
     if sign is not None and not sign.is_file():  # before anything runs, as the gate does
         raise CsorchError(f"--sign {sign}: no such key file", hint="an SSH private key")
     settings = Settings(

@@ -16,8 +16,10 @@ from orchestrator.cli.common import (
     Backend,
     CacheDir,
     Jobs,
+    NoCompileCache,
     Repeat,
     app,
+    compile_cache_off,
     out,
     step_summary,
 )
@@ -85,11 +87,13 @@ def scan_command(
     ] = None,
     jobs: Jobs = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
+    no_compile_cache: NoCompileCache = False,
     keep_work: Annotated[bool, typer.Option(help="keep the scratch tree")] = False,
 ) -> None:
     """Run a command under the checker, as it is: no config, no expectations. Exit 0 when
     the checker found nothing, 1 when it found something, 3 when the evidence is
     incomplete (a build that failed, a timeout, a truncated log)."""
+    compile_cache_off(no_compile_cache)
     experiment = scan.experiment(
         argv,
         cwd=Path.cwd(),

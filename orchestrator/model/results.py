@@ -59,6 +59,10 @@ class Build(Record):
     #: the units its compiler wrappers recorded (sources, relative to the tree where in it);
     #: under a sanitizer each was checked to carry it (run/builds/units.py)
     units: tuple[str, ...] = ()
+    #: the units ccache served from its storage / compiled, in the build that made the
+    #: entry (run/builds/compilecache.py); both 0 where no compile cache ran
+    compile_hits: int = 0
+    compile_misses: int = 0
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,9 @@ def variants(experiment: Experiment, records: bundle.Records) -> list[str]:
             status = f"{build.kind.value}, **failed**: {esc(judge.failed_builds([build])[v.name])}"
         else:
             how = "cache hit" if build.cached else f"built in {build.duration:.1f} s"
+            units = build.compile_hits + build.compile_misses
+            if not build.cached and units:  # ccache served some units (run/builds/compilecache)
+                how += f" (compile cache {build.compile_hits}/{units} hits)"
             status = f"{build.kind.value}, {how}, key {_digest(build.cache_key)}"
         binaries = ", ".join(
             f"{code(a.path)} {_digest(a.sha256)}" for a in (build.artifacts if build else ())

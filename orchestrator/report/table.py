@@ -235,6 +235,12 @@ def _not_built(build: Build | None) -> str:
     return (build.error.splitlines() or ["failed"])[0] if build is not None and not build.ok else ""
 
 
+def compile_cache_note(b: Build) -> str:
+    """ "; compile cache 3/4 hits" for a build ccache served ("" where none ran)."""
+    total = b.compile_hits + b.compile_misses
+    return f"; compile cache {b.compile_hits}/{total} hits" if total else ""
+
+
 def builds_table(builds: Iterable[Build]) -> RenderableType:
     """Each variant's build: kind, how it ended, its cache key and binaries; a line per
     build where the console is too narrow for the table (`_Fitted`)."""
@@ -251,7 +257,7 @@ def builds_table(builds: Iterable[Build]) -> RenderableType:
         elif b.cached:
             status = Text("cached", style="green")
         else:
-            status = Text(f"built in {b.duration:.0f} s")
+            status = Text(f"built in {b.duration:.0f} s" + compile_cache_note(b))
         binaries = ", ".join(f"{a.path.rsplit('/', 1)[-1]} {a.sha256[:12]}" for a in b.artifacts)
         table.add_row(b.variant, b.kind.value, status, b.cache_key[:12], binaries)
         line = Text(f"  {b.variant} ({b.kind.value}): ", style="bold").append_text(status)

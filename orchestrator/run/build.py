@@ -26,7 +26,7 @@ from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, Distribution, SourceTree, Variant
 from orchestrator.run import binaries, environment
-from orchestrator.run.builds import command, jit, pip, prebuilt, units, wrappers
+from orchestrator.run.builds import command, compilecache, jit, pip, prebuilt, units, wrappers
 from orchestrator.run.builds import step as steps
 from orchestrator.run.builds.step import Step
 
@@ -134,6 +134,8 @@ def _from_meta(meta: dict, entry: Path, k: str, cached: bool, variant: Variant) 
         python=build.python,
         distribution=build.distribution,
         units=build.units,
+        compile_hits=build.compile_hits,
+        compile_misses=build.compile_misses,
     )
 
 
@@ -149,6 +151,7 @@ def _record(
     release: Distribution | None,
     compiled: tuple[str, ...],
 ) -> Build:
+    hits, misses = compilecache.read_stats(out)
     return Build(
         variant=variant.name,
         kind=variant.build.kind,
@@ -164,6 +167,8 @@ def _record(
         distribution=release,
         # sorted: a parallel build (ninja, make -j) compiles in no fixed order
         units=tuple(sorted(set(compiled))),
+        compile_hits=hits,
+        compile_misses=misses,
     )
 
 
@@ -248,8 +253,14 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
         try:
             since = time.time_ns()
             if variant.build.kind is not BuildKind.PREBUILT:
+                cc = ctx.compile_cache
                 step.wrappers = wrappers.make(
-                    out, ctx.flags, dict(variant.build.env), nvcc_host=bool(ctx.sanitizer)
+                    out,
+                    ctx.flags,
+                    dict(variant.build.env),
+                    nvcc_host=bool(ctx.sanitizer),
+                    launcher=cc.launcher() if cc is not None else (),
+                    launcher_env=cc.env(tree.root, out) if cc is not None else None,
                 )
             produced, release = _make(variant, tree.root, out, step, ctx)
             environment.install(out, step, ctx)

@@ -17,6 +17,7 @@ from orchestrator.executors import execute
 from orchestrator.host import Host
 from orchestrator.model import Experiment
 from orchestrator.run import build
+from orchestrator.run.builds import compilecache
 from orchestrator.run.options import Options, child_threads
 
 
@@ -52,6 +53,7 @@ def make(
         asan_runtime=Path(host.asan_runtime) if host.asan_runtime else None,
         cancel=cancel,
         device_code=backend.device_code,
+        compile_cache=compilecache.make(cache.root, enabled=options.compile_cache),
     )
     executed = execute.Context(
         experiment=experiment,

@@ -54,6 +54,7 @@ class Options:
     repeat: int | None = None  # overrides every run's repeats
     python: str = sys.executable
     keep_work: bool = False
+    compile_cache: bool = True  # ccache under the builds where found (--no-compile-cache)
     executor: Executor | None = None  # None: local child processes
     resume: bool = False  # continue the run journaled in `out`
     selected: tuple[str, ...] = ()  # the --case names (kept for a resume)

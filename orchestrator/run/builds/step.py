@@ -13,6 +13,7 @@ from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import Cache
 from orchestrator.errors import BuildError
 from orchestrator.model import Environment, Variant
+from orchestrator.run.builds.compilecache import CompileCache
 from orchestrator.run.builds.wrappers import Wrappers
 from orchestrator.sandbox import Sandbox
 
@@ -36,6 +37,7 @@ class Context:
     cancel: threading.Event | None = None
     environment: Environment = Environment()  # the project's test requirements
     device_code: bool = False  # compute-sanitizer: an extension's build must have GPU code
+    compile_cache: CompileCache | None = None  # ccache under every compile; None: off/absent
 
 
 def _joined(*parts: object) -> str:
@@ -103,8 +105,10 @@ class Step:
 
     def sandbox(self, cwd: Path) -> Sandbox:
         """A step writes only its cwd (csorch's copy of the source tree, or the build's
-        output) and the build's output directory (its log's; the cache entry to be)."""
-        return Sandbox.of(cwd, self.log.parent)
+        output) and the build's output directory (its log's; the cache entry to be); with a
+        compile cache, its storage directory too (only that one, never the build cache)."""
+        cc = self.ctx.compile_cache
+        return Sandbox.of(cwd, self.log.parent, cc.directory if cc is not None else None)
 
     def fail(self, problem: str) -> BuildError:
         """A build that cannot go on; it cites its log only where a step wrote one."""

@@ -18,7 +18,7 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator import files
@@ -42,11 +42,13 @@ class Wrappers:
     directory: Path
     record: Path
     compilers: Mapping[str, str]  # stub name -> the real compiler's absolute path
+    #: the launcher's own settings (a compiler cache's storage and statistics log)
+    launcher_env: Mapping[str, str] = field(default_factory=dict)
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` (the build's compiler environment) with the wrappers first on PATH and
         CC/CXX (their first word) pointing at them."""
-        out = dict(env)
+        out = {**env, **self.launcher_env}
         out["PATH"] = os.pathsep.join([str(self.directory), _path(env)])
         for var, default in DEFAULTS.items():
             words = shlex.split(env.get(var) or os.environ.get(var) or default)
@@ -130,11 +132,13 @@ def make(
     *,
     nvcc_host: bool,
     launcher: Sequence[str] = (),
+    launcher_env: Mapping[str, str] | None = None,
 ) -> Wrappers:
     """Write the wrapper directory of a build whose output is `out`: a stub per compiler
     found on the build's PATH (`env`'s, else csorch's), adding `flags` (host flags to nvcc
     through -Xcompiler where `nvcc_host`), recording into out/units.jsonl. `launcher`
-    (an absolute argv prefix, a compiler cache) goes before every real compiler."""
+    (an absolute argv prefix, a compiler cache) goes before every real compiler, with
+    `launcher_env` in the build's environment."""
     out = out.absolute()  # the stubs run in any directory
     directory = files.make_dirs(out / DIR, root=out)
     named = [env.get(v) or os.environ.get(v) for v in ("CC", "CXX", "PYTORCH_NVCC")]
@@ -163,4 +167,4 @@ def make(
         files.atomic_write(directory / name, _stub(sys.executable, config, name), root=out)
         os.chmod(directory / name, 0o755)
     files.atomic_write(record, "", root=out)
-    return Wrappers(directory, record, compilers)
+    return Wrappers(directory, record, compilers, dict(launcher_env or {}))

