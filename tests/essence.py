@@ -24,10 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "tests" / "fixtures" / "records"
 
 #: fields whose values are the run's moment or the host's, never the code's (the jobs and
-#: each child's thread share follow the host's CPU count)
+#: each child's thread share follow the host's CPU count; the compile cache's hits and
+#: misses, whether the host has ccache and how warm its store is)
 VOLATILE = frozenset(
     {"duration", "cpu", "started", "finished", "pid", "csorch", "host", "command", "sha256",
-     "size", "gpu", "jobs", "OMP_NUM_THREADS"}
+     "size", "gpu", "jobs", "OMP_NUM_THREADS", "compile_hits", "compile_misses"}
 )  # fmt: skip
 #: maps of file -> digest (a log's digest holds its pids and addresses)
 DIGEST_MAPS = frozenset({"logs", "files"})
