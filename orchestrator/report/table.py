@@ -105,12 +105,6 @@ def cases_table(
     columns = _columns(experiment, attempts)
     tools = {a.run: a.checker for a in attempts}
     title = f"{experiment.name}" + (f" ({backend})" if backend else "")
-    table = Table(title=title, show_lines=False, header_style="bold")
-    table.add_column("case")
-    for variant, run in columns:
-        tool = tools.get(run, Checker.NONE)
-        label = run if tool is Checker.NONE or tool.value == run else f"{run} ({tool.value})"
-        table.add_column(f"{variant}\n{label}", justify="left", no_wrap=True)
     last = None
     all_rows = _rows(experiment, attempts)
     names = {c.name for c in experiment.cases}
@@ -138,10 +132,8 @@ def cases_table(
         body.append((Text("  " + label.get(node, node)), row, why))
     with_reasons = any(why for _, _, why in body)
     cells_only = _grid(title, columns, body, tools)
-    if with_reasons:  # the column only where a cell has something to say
-        table.add_column("reason", overflow="fold")
-    for head, row, why in body:
-        table.add_row(head, *row, *([Text(why, style="yellow")] if with_reasons else []))
+    # the reason column only where a cell has something to say
+    table = _grid(title, columns, body, tools, reasons=True) if with_reasons else cells_only
     reasons = _reasons(body)
 
     def only(variant: str) -> list[tuple[Text, list[Text | str], str]]:
@@ -166,16 +158,20 @@ def _grid(
     columns: Sequence[tuple[str, str]],
     body: Sequence[tuple[Text, Sequence[Text | str], str]],
     tools: dict[str, Checker],
+    *,
+    reasons: bool = False,
 ) -> Table:
-    """The cells of `columns` under `title`, without the reason column."""
+    """The cells of `columns` under `title`; with `reasons`, the reason column too."""
     table = Table(title=title, show_lines=False, header_style="bold")
     table.add_column("case")
     for variant, run in columns:
         tool = tools.get(run, Checker.NONE)
         label = run if tool is Checker.NONE or tool.value == run else f"{run} ({tool.value})"
         table.add_column(f"{variant}\n{label}", justify="left", no_wrap=True)
-    for head, row, _ in body:
-        table.add_row(head, *row)
+    if reasons:
+        table.add_column("reason", overflow="fold")
+    for head, row, why in body:
+        table.add_row(head, *row, *([Text(why, style="yellow")] if reasons else []))
     return table
 
 
