@@ -380,6 +380,13 @@ def render(
 ) -> str:
     """The SARIF 2.1.0 log of a bundle, as JSON text; URIs relative to `root` (default:
     the repository holding the experiment's source)."""
+    return json.dumps(log(results, manifest, root=root), indent=1) + "\n"
+
+
+def log(
+    results: Mapping[str, Any], manifest: Mapping[str, Any], *, root: Path | None = None
+) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of a bundle, as a document (`render`'s, not yet text)."""
     records = bundle.records(results)
     experiment = records.experiment
     found, rules = _results(experiment, records, _Places(experiment, root), _patches(manifest))
@@ -420,5 +427,4 @@ def render(
     run["originalUriBaseIds"] = {
         BASE: {"description": {"text": "the root of the repository the experiment's source is in"}}
     }
-    log = {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
-    return json.dumps(log, indent=1) + "\n"
+    return {"$schema": SCHEMA, "version": VERSION, "runs": [run]}

@@ -11,7 +11,6 @@ end an annotation early or forge another."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,8 +53,7 @@ def render(
             title=f"csorch {name}: {verdict.upper()}",
         )
     ]
-    log = json.loads(sarif.render(results, manifest, root=root))
-    for result in log["runs"][0]["results"]:
+    for result in sarif.log(results, manifest, root=root)["runs"][0]["results"]:
         if result.get("suppressions"):
             continue  # tolerated: listed in the reports, not put on the diff
         physical = result["locations"][0]["physicalLocation"]
