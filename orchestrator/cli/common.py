@@ -14,10 +14,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup, _click
+from typer.core import TyperGroup
 
 from orchestrator import __version__, cache, files, proc
 from orchestrator.cli import helptext
+from orchestrator.cli.helptext import _click
 from orchestrator.config.slurm import SLURM
 from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict

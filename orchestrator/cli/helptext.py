@@ -9,7 +9,12 @@ from __future__ import annotations
 import re
 import shutil
 
-from typer.core import TyperArgument, TyperOption, _click
+from typer.core import TyperArgument, TyperOption
+
+try:  # Typer from 0.2x on carries its own copy of Click; before, it used Click's
+    from typer.core import _click
+except ImportError:  # pragma: no cover (the Typer a GPU host has installed)
+    import click as _click  # type: ignore[no-redef]
 
 #: a line break inside a paragraph: not before a blank line, an indent or a list item
 _INNER_BREAK = re.compile(r"(?<!\n)\n(?![\n\s]|[-*] )")
@@ -27,7 +32,9 @@ _NAMES = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "bool": "BOOLEAN"}
 def _metavar(param: TyperOption) -> str:
     if param.is_flag or param.count:
         return ""  # a flag takes no value
-    desc = param.type_descriptor
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None:  # a Typer that still uses Click: the option holds Click's type
+        return _click_metavar(param.type)
     if desc.is_choice and desc.choices is not None:
         return "[" + "|".join(str(getattr(c, "value", c)) for c in desc.choices) + "]"
     if desc.is_path:
@@ -35,6 +42,17 @@ def _metavar(param: TyperOption) -> str:
     name = desc.ranged_type_name if desc.is_ranged else param.bare_type()
     name = name.removeprefix("list[").removesuffix("]")
     return _NAMES.get(name, name.upper())
+
+
+def _click_metavar(kind: object) -> str:
+    """A value's name from Click's parameter type (Choice, Path, IntRange, STRING...)."""
+    choices = getattr(kind, "choices", None)
+    if choices is not None:
+        return "[" + "|".join(str(getattr(c, "value", c)) for c in choices) + "]"
+    name = str(getattr(kind, "name", "text"))
+    if name in ("path", "filename", "file"):
+        return "PATH"
+    return name.removesuffix(" range").upper()  # IntRange: its bounds are in the help
 
 
 def tidy(command: _click.Command, ctx: _click.Context | None = None) -> _click.Command:

@@ -28,6 +28,7 @@ from orchestrator.cli.common import (
     app,
     out,
 )
+from orchestrator.cli.helptext import _click
 from orchestrator.cli.steps import MARK_STYLE
 from orchestrator.config.experiment import load_experiment
 from orchestrator.run import options, places
@@ -44,13 +45,20 @@ PROBE_EXIT = {Mark.GOOD: ProbeExit.GOOD, Mark.BAD: ProbeExit.BAD, Mark.SKIP: Pro
 ABORT["probe"] = ProbeExit.ABORT  # csorch cannot judge: git bisect run stops
 
 
+#: what a bad argument raises: TyperException in a Typer with its own Click, Click's
+#: ClickException before
+_BAD_ARGUMENTS = tuple(
+    {getattr(typer, "TyperException", None), getattr(_click, "ClickException", None)} - {None}
+)
+
+
 class _GitProtocol(TyperCommand):
     """Bad arguments abort `git bisect run` (128) instead of marking the commit bad (2)."""
 
     def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
         try:
             return super().parse_args(ctx, args)
-        except typer.TyperException as exc:
+        except _BAD_ARGUMENTS as exc:
             if getattr(exc, "exit_code", None) == ExitCode.USAGE:
                 exc.exit_code = ProbeExit.ABORT  # type: ignore[attr-defined]
             raise
