@@ -218,9 +218,11 @@ def run(
     files.make_dirs(log_path.parent)
     where = os.path.abspath(cwd if cwd is not None else os.getcwd())
     report = None
-    if sandbox is not None and sandboxes.enabled() and sandboxes.probe().works:
+    if sandbox is not None and sandboxes.active():
         report = os.pipe()  # the init's word; the command never holds it
-        env_fd = sandboxes.env_file(child_env)
+        # the launch's argv, cwd and environment name an aliased directory as it sees it
+        launched, where, seen_env = sandboxes.seen(sandbox, args, where, child_env)
+        env_fd = sandboxes.env_file(seen_env)
         # unshare and the init run in a bare environment; the command gets child_env
         init_env = {"PATH": child_env.get("PATH", os.defpath), SESSION_VAR: SESSION}
     timed_out = False
@@ -242,7 +244,7 @@ def run(
             else:
                 assert sandbox is not None
                 proc = _start(
-                    sandboxes.argv(sandbox, args, where, report[1], env_fd),
+                    sandboxes.argv(sandbox, launched, where, report[1], env_fd),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -1,6 +1,7 @@
 """The machine's paths in a report meant to be read elsewhere (a pull request's comment, a
 CI summary): the repository the config lies in becomes `.`, the bundle `<bundle>`, the
-build cache `<cache>`, the user's home `~`. The bundle keeps the paths as they were; only
+build cache `<cache>`, the user's home `~`, the path every build saw its tree at
+`<tree>`. The bundle keeps the paths as they were; only
 the Markdown shown to others is rewritten."""
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from orchestrator.sandbox import BUILD_TREE
 
 
 def _repository(path: str) -> str:
@@ -38,6 +41,7 @@ def anchors(manifest: Mapping[str, Any], bundle: str = "") -> list[tuple[str, st
     command = [str(w) for w in manifest.get("command") or () if isinstance(w, str)]
     config = str((manifest.get("config") or {}).get("path") or "")
     pairs = [
+        (BUILD_TREE, "<tree>"),  # where every build saw its source (a frame's file)
         (bundle or _option(command, "--out"), "<bundle>"),
         (_option(command, "--cache-dir"), "<cache>"),
         (_repository(config) if os.path.isabs(config) else "", "."),

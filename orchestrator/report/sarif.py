@@ -47,6 +47,7 @@ from orchestrator.findings.signatures import top_frames
 from orchestrator.judge import signature_view
 from orchestrator.model import Experiment, Finding, Signature, SourceKind
 from orchestrator.report import patchlines
+from orchestrator.sandbox import BUILD_TREE
 
 SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -304,7 +305,9 @@ def _results(
     rules: dict[str, dict[str, Any]] = {}
     index: dict[str, int] = {}
     view = signature_view.make(experiment, records.attempts, records.builds)
-    trees = {s.variant: [s.root] for s in records.sources}
+    # a frame names the file where the build saw its tree (sandbox.BUILD_TREE), or, from a
+    # build without the sandbox, in the scratch copy it was built from
+    trees = {s.variant: [Path(BUILD_TREE), s.root] for s in records.sources}
     out = []
     keys = [
         (v.name, r.name, c.name)

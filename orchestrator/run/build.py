@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from orchestrator import files
@@ -26,7 +27,16 @@ from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, Distribution, SourceTree, Variant
 from orchestrator.run import binaries, environment
-from orchestrator.run.builds import command, compilecache, jit, pip, prebuilt, units, wrappers
+from orchestrator.run.builds import (
+    command,
+    compilecache,
+    jit,
+    pip,
+    prebuilt,
+    schedule,
+    units,
+    wrappers,
+)
 from orchestrator.run.builds import step as steps
 from orchestrator.run.builds.step import Step
 
@@ -181,7 +191,7 @@ def _units(
         return ()
     files.remove_tree(step.wrappers.directory, ignore_errors=True)  # the entry keeps the record
     try:
-        records = units.read(step.wrappers.record)
+        records = units.read(step.wrappers.record, step.aliases)
     except units.RecordError as exc:
         raise step.fail(f"the compiler wrappers' record is damaged: {exc}") from None
     if ctx.sanitizer:
@@ -232,6 +242,22 @@ def _make(
     return [], None
 
 
+def _turn(variant: Variant, tree: SourceTree, ctx: Context) -> AbstractContextManager[object]:
+    """Where builds can share units through the compile cache, this one's turn in its group
+    (one source, one build description, one sanitizer); else no wait."""
+    if ctx.compile_cache is None or schedule.together():
+        return nullcontext()
+    source = tree.source
+    group = (
+        source.kind,
+        source.location,
+        source.subdir,
+        repr(variant.build.to_dict()),
+        ctx.sanitizer,
+    )
+    return schedule.turn(group, ctx.cancel)
+
+
 def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
     """The variant's build: from the cache, or built and published. Raises BuildError."""
     k = cache_key(variant, tree, ctx)
@@ -246,55 +272,59 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
             ctx.cache.hold(k)
             files.copy_file(ctx.cache.entry(k) / LOG, log_copy, root=bundle)
             return _from_meta(meta, ctx.cache.entry(k), k, cached=True, variant=variant)
-        out = ctx.cache.scratch(k)
-        step = Step(variant.name, out / LOG, ctx)
-        start = time.monotonic()
-        published = False
-        try:
-            since = time.time_ns()
-            if variant.build.kind is not BuildKind.PREBUILT:
-                cc = ctx.compile_cache
-                step.wrappers = wrappers.make(
+        # with a compile cache, a group's first build runs first: the others compile
+        # only what differs from it (run/builds/schedule.py)
+        with _turn(variant, tree, ctx):
+            out = ctx.cache.scratch(k)
+            step = Step(variant.name, out / LOG, ctx)
+            step.tree = tree.root
+            start = time.monotonic()
+            published = False
+            try:
+                since = time.time_ns()
+                if variant.build.kind is not BuildKind.PREBUILT:
+                    cc = ctx.compile_cache
+                    step.wrappers = wrappers.make(
+                        out,
+                        ctx.flags,
+                        dict(variant.build.env),
+                        nvcc_host=bool(ctx.sanitizer),
+                        launcher=cc.launcher() if cc is not None else (),
+                        launcher_env=cc.env(tree.root, out) if cc is not None else None,
+                    )
+                produced, release = _make(variant, tree.root, out, step, ctx)
+                environment.install(out, step, ctx)
+                compiled = _units(out, tree.root, since, produced, step, ctx)
+                record = _record(
+                    variant,
+                    k,
                     out,
-                    ctx.flags,
-                    dict(variant.build.env),
-                    nvcc_host=bool(ctx.sanitizer),
-                    launcher=cc.launcher() if cc is not None else (),
-                    launcher_env=cc.env(tree.root, out) if cc is not None else None,
+                    produced,
+                    time.monotonic() - start,
+                    tree,
+                    step,
+                    ctx,
+                    release,
+                    compiled,
                 )
-            produced, release = _make(variant, tree.root, out, step, ctx)
-            environment.install(out, step, ctx)
-            compiled = _units(out, tree.root, since, produced, step, ctx)
-            record = _record(
-                variant,
-                k,
-                out,
-                produced,
-                time.monotonic() - start,
-                tree,
-                step,
-                ctx,
-                release,
-                compiled,
-            )
-            binaries.require(out, record, variant, ctx.sanitizer, ctx.device_code, step.fail)
-            entry = ctx.cache.publish(k, out, {"build": record.to_dict()})
-            ctx.cache.hold(k)
-            published = True
-        except BuildError as exc:
-            if (out / LOG).exists():
-                files.copy_file(out / LOG, log_copy, root=bundle)
-            # the scratch log goes with the scratch directory: point at the bundle's copy
-            raise BuildError(
-                exc.variant,
-                exc.command,
-                exc.returncode,
-                log_copy if log_copy.exists() else None,
-                exc.log_tail,
-                problem=exc.problem,
-            ) from None
-        finally:
-            if not published:
-                files.remove_tree(out, ignore_errors=True)
+                binaries.require(out, record, variant, ctx.sanitizer, ctx.device_code, step.fail)
+                entry = ctx.cache.publish(k, out, {"build": record.to_dict()})
+                ctx.cache.hold(k)
+                published = True
+            except BuildError as exc:
+                if (out / LOG).exists():
+                    files.copy_file(out / LOG, log_copy, root=bundle)
+                # the scratch log goes with the scratch directory: point at the bundle's copy
+                raise BuildError(
+                    exc.variant,
+                    exc.command,
+                    exc.returncode,
+                    log_copy if log_copy.exists() else None,
+                    exc.log_tail,
+                    problem=exc.problem,
+                ) from None
+            finally:
+                if not published:
+                    files.remove_tree(out, ignore_errors=True)
     files.copy_file(entry / LOG, log_copy, root=bundle)
     return _from_meta({"build": record.to_dict()}, entry, k, cached=False, variant=variant)

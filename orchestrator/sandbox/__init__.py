@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,18 +95,68 @@ def allowed_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if allowed(k)}
 
 
+#: where a build sees its source tree, whichever directory csorch copied it to (`seen_as`)
+BUILD_TREE = "/tmp/csorch-build/tree"
+
+
 @dataclass(frozen=True)
 class Sandbox(Record):
     """Where a launch may write (everything else is read-only); it always runs in its
-    own PID namespace without network."""
+    own PID namespace without network.
+
+    `aliases`: (real, seen) pairs: the launch sees the directory `real` also at `seen`
+    (in its private /tmp), and its argv, environment and cwd name `seen` wherever they
+    named `real`. A build's tree is seen at `BUILD_TREE` whatever scratch directory
+    holds it, so every variant, rerun and bisect probe compiles the same paths: the
+    compile cache serves one tree's units to another, and debug information (sanitizer
+    frames) names the tree's file the same way in every variant."""
 
     writable: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def of(*paths: str | os.PathLike[str] | None) -> Sandbox:
         """A sandbox writing only to `paths` (made absolute, duplicates and Nones dropped)."""
         seen = dict.fromkeys(os.path.abspath(os.fspath(p)) for p in paths if p is not None)
         return Sandbox(tuple(seen))
+
+    def seeing(self, real: str | os.PathLike[str], seen: str) -> Sandbox:
+        """This sandbox with `real` seen at `seen` as well (not where one holds the other:
+        the alias would hide or contain its own directory)."""
+        real = os.path.abspath(os.fspath(real))
+        if _within(real, seen) or _within(seen, real):
+            return self
+        return Sandbox(self.writable, (*self.aliases, (real, seen)))
+
+
+def seen(
+    sandbox: Sandbox, command: Sequence[str], cwd: str, env: Mapping[str, str]
+) -> tuple[tuple[str, ...], str, dict[str, str]]:
+    """`command`, `cwd` and `env` as the launch sees them: each aliased path renamed."""
+    pairs = sorted(sandbox.aliases, key=lambda p: -len(p[0]))
+    if not pairs:
+        return tuple(command), cwd, dict(env)
+    return (
+        tuple(seen_as(a, pairs) for a in command),
+        seen_as(cwd, pairs),
+        {k: seen_as(v, pairs) for k, v in env.items()},
+    )
+
+
+def _within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def seen_as(text: str, aliases: Sequence[tuple[str, str]]) -> str:
+    """`text` with each `real` path of `aliases` (a whole path component) named as seen."""
+    for real, seen in aliases:
+        text = re.sub(re.escape(real) + r"(?=[/:;,=\s'\"]|$)", lambda _, s=seen: s, text)
+    return text
+
+
+def real_of(text: str, aliases: Sequence[tuple[str, str]]) -> str:
+    """`seen_as` undone: a path the launch named as seen, as it is outside."""
+    return seen_as(text, [(seen, real) for real, seen in aliases])
 
 
 @dataclass(frozen=True)
@@ -130,12 +181,25 @@ def argv(
     sandbox: Sandbox, command: Sequence[str], cwd: str, report_fd: int, env_fd: int
 ) -> list[str]:
     """The argv that runs `command` in `sandbox`: unshare's, then the init's (its spec
-    names the descriptors of its report and of the command's environment, `env_file`)."""
-    return [*probe().prefix, *_init(sandbox.writable, cwd, report_fd, env_fd), *command]
+    names the descriptors of its report and of the command's environment, `env_file`).
+    `command` and `cwd` as the launch sees them (`Sandbox.seen`)."""
+    return [
+        *probe().prefix,
+        *_init(sandbox.writable, cwd, report_fd, env_fd, sandbox.aliases),
+        *command,
+    ]
 
 
-def _init(writable: Sequence[str], cwd: str, report_fd: int, env_fd: int) -> list[str]:
+def _init(
+    writable: Sequence[str],
+    cwd: str,
+    report_fd: int,
+    env_fd: int,
+    aliases: Sequence[tuple[str, str]] = (),
+) -> list[str]:
     spec = {"writable": list(writable), "cwd": cwd, "report": report_fd, "env": env_fd}
+    if aliases:
+        spec["aliases"] = [list(pair) for pair in aliases]
     return [_python(), "-I", "-S", str(INIT), json.dumps(spec), "--"]
 
 
@@ -185,6 +249,11 @@ def probe() -> Support:
         why = (done.stderr.decode(errors="replace").strip() or report.strip()).splitlines()
         return Support((), f"none: unshare failed ({why[-1] if why else done.returncode})")
     return Support(prefix, DESCRIPTION + ("" if os.geteuid() == 0 else "+user"))
+
+
+def active() -> bool:
+    """Whether a launch given a sandbox runs in one here (on, and this host can)."""
+    return enabled() and probe().works
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ descriptor (a pipe from csorch the command never holds, so the subject cannot fo
 it), kills them all and exits; the kernel ends whatever is left with PID 1.
 
 argv: init.py SPEC_JSON -- COMMAND...; SPEC: {"writable": [...], "cwd": "...", "report": FD,
-"env": FD} (and "overlay": false, where a test asks for /tmp's fallback). The command's
+"env": FD} (and "overlay": false, where a test asks for /tmp's fallback; "aliases":
+[[REAL, SEEN], ...], directories bound at a second path, which the command's argv, cwd
+and environment already name). The command's
 environment comes on its own descriptor (NUL-separated NAME=VALUE), not in the init's:
 unshare and the init must not run under the subject's LD_PRELOAD (an ASan runtime would
 write logs of its own), and not in argv, which any user of the host can read.
@@ -190,10 +192,11 @@ def _loopback_up():
         sock.close()
 
 
-def setup(writable, overlay=True):
+def setup(writable, overlay=True, aliases=()):
     """Every mount read-only, a private /tmp and /dev/shm, the `writable` paths bound
     back writable (through descriptors opened first: a path under /tmp is covered by
-    the private one)."""
+    the private one), and each aliased directory bound at the path it is seen as (in
+    the private /tmp), writable where it is."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     # a writable path that does not exist has nothing to write into: it is left out
     held = [(p, os.open(p, os.O_PATH | os.O_CLOEXEC)) for p in writable if os.path.exists(p)]
@@ -205,6 +208,13 @@ def setup(writable, overlay=True):
     for path, fd in held:
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         _mount(None, path, None, MS_REMOUNT | MS_BIND | _flags_of(path))
+        os.close(fd)
+    # opened now, through the writable binds: a bind keeps its source's flags (read-only
+    # where the directory is)
+    seen = [(s, os.open(r, os.O_PATH | os.O_CLOEXEC)) for r, s in aliases if os.path.isdir(r)]
+    for path, fd in seen:
+        os.makedirs(path, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
         os.close(fd)
 
 
@@ -285,7 +295,7 @@ def main():
     report = spec["report"]
     env = _environment(spec["env"])
     try:
-        setup(spec["writable"], spec.get("overlay", True))
+        setup(spec["writable"], spec.get("overlay", True), spec.get("aliases", ()))
         _loopback_up()
     except OSError as exc:
         os.write(report, f"setup {exc.errno} {exc}\n".encode())

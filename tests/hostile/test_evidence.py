@@ -37,11 +37,11 @@ def invoke(*args: str):
     return result
 
 
-def csorch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def csorch(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args],
         cwd=cwd, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
     )  # fmt: skip
 
 
@@ -401,16 +401,20 @@ def test_a_case_removed_from_the_stored_experiment_is_caught_by_its_config(tmp_p
 
 
 def test_a_cache_entry_rebuilt_since_the_run_is_not_checkable_not_tampered(tmp_path):
-    """Builds are not byte-reproducible: a genuine bundle whose cache entry was evicted and
-    built again by a later run has nothing left to check its binaries against."""
+    """Builds need not be byte-reproducible: a genuine bundle whose cache entry was evicted
+    and built again by a later run, into other bytes, has nothing left to check its
+    binaries against. (Sandboxed, a build sees its tree at one path and comes out the same;
+    the rebuild here runs unsandboxed, from its scratch directory, without the compile
+    cache: the same key, other bytes.)"""
     if shutil.which("gcc") is None or shutil.which("make") is None:
         pytest.skip("the C program needs gcc and make")
     cache = tmp_path / "cache"
     first, second = tmp_path / "first", tmp_path / "second"
-    for out in (first, second):
+    elsewhere = {"CSORCH_SANDBOX": "0", "CSORCH_NO_COMPILE_CACHE": "1"}
+    for out, env in ((first, {}), (second, elsewhere)):
         shutil.rmtree(cache / "entries", ignore_errors=True)  # evicted: the next run builds
         done = csorch("run", str(E2E / "c-oob.yaml"), "--backend", "asan", "--out", str(out),
-                      "--cache-dir", str(cache), cwd=tmp_path)  # fmt: skip
+                      "--cache-dir", str(cache), cwd=tmp_path, **env)  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     shas = [
         {b["variant"]: b["binaries"][0]["sha256"] for b in load(o / "manifest.json")["builds"]}

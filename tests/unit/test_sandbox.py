@@ -442,3 +442,70 @@ def test_a_cancelled_sandboxed_run_raises_and_leaves_nothing(tmp_path: Path) -> 
     before = len(os.listdir("/proc/self/fd"))
     _run(tmp_path, "pass")
     assert len(os.listdir("/proc/self/fd")) == before  # no descriptor left behind
+
+
+def test_an_alias_renames_whole_path_components_only() -> None:
+    pairs = [("/work/run-1/patched", sandbox.BUILD_TREE)]
+    assert sandbox.seen_as("-I/work/run-1/patched/inc", pairs) == f"-I{sandbox.BUILD_TREE}/inc"
+    assert sandbox.seen_as("/work/run-1/patched", pairs) == sandbox.BUILD_TREE
+    assert sandbox.seen_as("a:/work/run-1/patched:b", pairs) == f"a:{sandbox.BUILD_TREE}:b"
+    assert sandbox.seen_as("/work/run-1/patched2/x", pairs) == "/work/run-1/patched2/x"
+    assert sandbox.real_of(f"{sandbox.BUILD_TREE}/x.c", pairs) == "/work/run-1/patched/x.c"
+    # a directory that holds the alias, or lies in it, is not aliased
+    assert Sandbox.of().seeing("/tmp", sandbox.BUILD_TREE).aliases == ()
+    assert Sandbox.of().seeing(f"{sandbox.BUILD_TREE}/x", sandbox.BUILD_TREE).aliases == ()
+
+
+@pytest.mark.process
+def test_a_build_sees_its_tree_at_one_path_whatever_holds_it(tmp_path: Path) -> None:
+    """The argv, cwd and environment name the alias; writes through it land in the real
+    directory; the records keep the real path; a read-only directory stays read-only
+    through its alias."""
+    _sandboxed()
+    trees = []
+    for name in ("one", "two"):
+        tree = tmp_path / name / "tree"
+        tree.mkdir(parents=True)
+        (tree / "unit.c").write_text(f"/* {name} */\n")
+        code = textwrap.dedent("""
+            import os, sys
+            print("cwd", os.getcwd())
+            print("argv", sys.argv[1])
+            print("env", os.environ["WHERE"])
+            print("read", open(sys.argv[1] + "/unit.c").read().strip())
+            open("made-inside", "w").write("x")
+        """)
+        log = tmp_path / name / "log"
+        result = proc.run(
+            [sys.executable, "-c", code, str(tree)],
+            log_path=log,
+            cwd=tree,
+            env={"WHERE": f"-I{tree}/include"},
+            sandbox=Sandbox.of(tree).seeing(tree, sandbox.BUILD_TREE),
+        )
+        text = log.read_text()
+        assert result.returncode == 0, text
+        assert f"cwd {sandbox.BUILD_TREE}\n" in text and f"argv {sandbox.BUILD_TREE}\n" in text
+        assert f"env -I{sandbox.BUILD_TREE}/include\n" in text
+        assert f"read /* {name} */" in text  # its own tree, not the other's
+        assert (tree / "made-inside").exists()
+        assert result.argv[-1] == str(tree)  # the record: the real path
+        trees.append(tree)
+    # a directory not writable outside the alias is not writable through it (outside
+    # /tmp: under it, a write lands in the launch's private layer either way)
+    kept = Path(tempfile.mkdtemp(prefix="csorch-sandbox-test-", dir="/var/tmp"))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = f"open({sandbox.BUILD_TREE + '/planted'!r}, 'w')"
+    try:
+        result = proc.run(
+            [sys.executable, "-c", code],
+            log_path=tmp_path / "ro.log",
+            cwd=scratch,
+            sandbox=Sandbox.of(scratch).seeing(kept, sandbox.BUILD_TREE),
+        )
+        planted = (kept / "planted").exists()
+    finally:
+        shutil.rmtree(kept)
+    assert result.returncode != 0 and "Read-only file system" in (tmp_path / "ro.log").read_text()
+    assert not planted

@@ -37,14 +37,19 @@ class CompileCache:
 
     def env(self, tree: Path, out: Path) -> dict[str, str]:
         """ccache's settings for one build of `tree` into `out`: each build logs its own
-        statistics (builds run at once: one shared counter would mix them). The directory
-        stays in the hash of a compile with debug information
-        (ccache's hash_dir, not CCACHE_NOHASHDIR): such an object names its directory, and
-        one served from another variant's scratch tree would put that tree's paths in
-        this variant's sanitizer frames (until prefix maps make them tree-relative)."""
+        statistics (builds run at once: one shared counter would mix them).
+
+        Every build's steps see its tree at one path (sandbox.BUILD_TREE), so the units of
+        two variants, a rerun or a bisect probe hash alike and name the same files in their
+        debug information. The working directory is left out of the hash
+        (CCACHE_NOHASHDIR): a build that compiles in its output directory (a scratch
+        directory renamed into the cache once built) would otherwise never share; the
+        directory an object served from another build names for a relative path is that
+        build's scratch directory, no more gone than this one's will be."""
         return {
             "CCACHE_DIR": str(self.directory),
             "CCACHE_MAXSIZE": str(self.max_bytes),
+            "CCACHE_NOHASHDIR": "1",
             # no CCACHE_BASEDIR: ccache would rewrite the tree's absolute paths on the
             # command line to relative ones, and sanitizer frames (results.json, SARIF)
             # would name '../../work/...' instead of the tree's file

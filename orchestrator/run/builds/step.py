@@ -9,13 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator import files, proc
+from orchestrator import sandbox as sandboxes
 from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import Cache
 from orchestrator.errors import BuildError
 from orchestrator.model import Environment, Variant
 from orchestrator.run.builds.compilecache import CompileCache
 from orchestrator.run.builds.wrappers import Wrappers
-from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox import BUILD_TREE, Sandbox
 
 TAIL_LINES = 30
 DEFAULT_TIMEOUT = 3600.0
@@ -80,6 +81,7 @@ class Step:
         self.argvs: list[tuple[str, ...]] = []
         self.cpu = 0.0
         self.wrappers: Wrappers | None = None  # the build's compiler wrappers, once made
+        self.tree: Path | None = None  # the source tree, seen at BUILD_TREE by every step
 
     def __call__(self, argv: list[str], *, cwd: Path, env: dict[str, str]) -> None:
         result = proc.run(
@@ -106,9 +108,17 @@ class Step:
     def sandbox(self, cwd: Path) -> Sandbox:
         """A step writes only its cwd (csorch's copy of the source tree, or the build's
         output) and the build's output directory (its log's; the cache entry to be); with a
-        compile cache, its storage directory too (only that one, never the build cache)."""
+        compile cache, its storage directory too (only that one, never the build cache).
+        It sees the source tree at BUILD_TREE, whatever directory holds it: the same
+        paths in every variant's compiles (sandbox.Sandbox.aliases)."""
         cc = self.ctx.compile_cache
-        return Sandbox.of(cwd, self.log.parent, cc.directory if cc is not None else None)
+        box = Sandbox.of(cwd, self.log.parent, cc.directory if cc is not None else None)
+        return box.seeing(self.tree, BUILD_TREE) if self.tree is not None else box
+
+    @property
+    def aliases(self) -> tuple[tuple[str, str], ...]:
+        """The (real, seen) directories of this build's steps (`Sandbox.aliases`)."""
+        return self.sandbox(self.log.parent).aliases if sandboxes.active() else ()
 
     def fail(self, problem: str) -> BuildError:
         """A build that cannot go on; it cites its log only where a step wrote one."""

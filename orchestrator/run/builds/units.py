@@ -29,6 +29,7 @@ from pathlib import Path
 
 from orchestrator import files
 from orchestrator.files import file_digest
+from orchestrator.sandbox import real_of
 
 #: what the wrappers append to: one line per compile or link
 RECORD = files.Kind("the compiler wrappers' record", 256 << 20)
@@ -69,8 +70,10 @@ class Compile:
         return self.mode in ("link", "compile+link", "device-link")
 
 
-def read(record: Path) -> list[Compile]:
-    """The record's invocations, in order; RecordError when it is not the wrappers' own."""
+def read(record: Path, aliases: Sequence[tuple[str, str]] = ()) -> list[Compile]:
+    """The record's invocations, in order; RecordError when it is not the wrappers' own.
+    Paths a build named as its sandbox showed them (`aliases`: (real, seen)) are read as
+    they are outside it."""
     try:
         text = files.read_text(record, RECORD)
     except FileNotFoundError:
@@ -80,7 +83,7 @@ def read(record: Path) -> list[Compile]:
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         try:
-            d = json.loads(line)
+            d = json.loads(real_of(line, aliases) if aliases else line)
             out.append(
                 Compile(
                     str(d["tool"]),

@@ -1,6 +1,7 @@
 """builds/compilecache: ccache under a real command build of a multi-file C subject. A
 variant that differs in one source file, built from another directory, compiles only that
-file; each build records its own hits and misses; turned off, nothing is cached."""
+file, with debug information too (every build sees its tree at one path); each build
+records its own hits and misses; turned off, nothing is cached."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import sandbox
 from orchestrator.model import BuildKind, BuildSpec, Variant
 from orchestrator.run import build
 from orchestrator.run.builds import compilecache
+from orchestrator.sandbox import BUILD_TREE
 from tests.unit.run.conftest import context, tree_of
 
 pytestmark = [
@@ -75,9 +78,13 @@ def test_the_builds_table_says_what_the_compile_cache_served() -> None:
     assert compile_cache_note(Build("a", BuildKind.COMMAND, True)) == ""
 
 
-def test_debug_objects_are_not_shared_across_directories(tmp_path: Path) -> None:
-    """-g objects name their directory: one from another variant's tree would put that
-    tree's paths in this variant's frames, so ccache keeps the directory in their hash."""
+@pytest.mark.skipif(not sandbox.active(), reason="this host cannot sandbox")
+def test_debug_objects_are_shared_and_name_the_tree_as_every_build_sees_it(
+    tmp_path: Path,
+) -> None:
+    """-g objects name their source files: every build sees its tree at BUILD_TREE, so a
+    unit compiled for one variant serves another from a different directory, and the
+    debug information names the same file in both (never the first variant's copy)."""
     ctx = context(tmp_path, compile_cache=compilecache.make(tmp_path / "cache"))
     debug = MAKEFILE.replace("-O1", "-g")
     first = subject(tmp_path / "a")
@@ -86,4 +93,10 @@ def test_debug_objects_are_not_shared_across_directories(tmp_path: Path) -> None
     other = subject(tmp_path / "b", "2")
     (other / "Makefile").write_text(debug)
     done = build.build(Variant("b", spec()), tree_of(other), ctx)
-    assert done.compile_hits == 0 and done.compile_misses == UNITS
+    assert (done.compile_hits, done.compile_misses) == (UNITS - 1, 1)
+    assert done.directory is not None
+    names = (done.directory / "tree" / "prog").read_bytes()
+    assert f"{BUILD_TREE}".encode() in names  # DW_AT_comp_dir / DW_AT_name
+    assert str(tmp_path).encode() not in names  # nothing of either scratch copy
+    # the record names the units as they are outside the sandbox: relative to the tree
+    assert sorted(done.units) == [f"u{i}.c" for i in range(UNITS)]
