@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what tests/e2e/test_run_slurm.py runs a real single-node cluster with: Debian's
-# slurmctld, slurmd and slurm-client (sbatch, squeue, sacct, scancel) and munge. Quick
+# slurmctld, slurmd and slurm-client (sbatch, squeue, sacct, scancel) and munge, and the
+# Redis server its nodes share the compile cache through (redis-server). Quick
 # when they are there. Not root or no apt (the offline GPU machine, a developer's
 # laptop): it says so and the real-Slurm tests skip, unless CSORCH_REQUIRE_SLURM=1
 # (CI sets it), where a missing cluster must fail the run instead of skipping.
 set -euo pipefail
 
-TOOLS=(slurmctld slurmd sbatch squeue sacct scancel scontrol sinfo munged)
+TOOLS=(slurmctld slurmd sbatch squeue sacct scancel scontrol sinfo munged redis-server)
 # the smallest set that gives the tools above (slurm-wlm is these three plus docs)
-PKGS=(slurmctld slurmd slurm-client munge)
+PKGS=(slurmctld slurmd slurm-client munge redis-server)
 
 missing=()
 for tool in "${TOOLS[@]}"; do

@@ -20,6 +20,7 @@ from orchestrator.bisect import driver, session
 from orchestrator.bisect.state import status
 from orchestrator.cli import steps
 from orchestrator.cli.common import (
+    CompileCacheRemote,
     ExecutorOpt,
     ExitCode,
     Jobs,
@@ -66,6 +67,7 @@ def bisect_command(
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="the build cache")] = None,
     no_compile_cache: NoCompileCache = False,
+    compile_cache_remote: CompileCacheRemote = None,
     jobs: Jobs = None,
     resume: Annotated[
         Path | None, typer.Option(help="continue the bisection kept in this --out directory")
@@ -83,7 +85,7 @@ def bisect_command(
 ) -> None:
     """Find the first commit that shows the config's target signature (or, with
     --find-fix, the first that no longer does)."""
-    compile_cache_off(no_compile_cache)
+    compile_cache_off(no_compile_cache, compile_cache_remote)
     start = time.monotonic()
     if resume is not None:
         asked, cache_dir, jobs, probes = session.resumed(resume, cache_dir, jobs, probes, out_dir)

@@ -24,7 +24,7 @@ from orchestrator.errors import CsorchError
 from orchestrator.model import Verdict
 from orchestrator.model.experiment import MAX_REPEATS
 from orchestrator.run import journal
-from orchestrator.run.builds import compilecache
+from orchestrator.run.builds import compilecache, remote
 
 #: verbs that speak another protocol's exit codes: the one for "cannot judge" (a usage
 #: error, an interrupt), in place of USAGE (probe: git bisect run's 128, set in probe.py)
@@ -129,12 +129,27 @@ NoCompileCache = Annotated[
 ]
 
 
-def compile_cache_off(off: bool) -> None:
-    """--no-compile-cache: set for the whole command (its builds, a resume's, a Slurm
-    job's environment) through the variable that run/builds/compilecache.py reads; where
-    ccache is absent, says so once (the builds compile every unit, as without it)."""
+CompileCacheRemote = Annotated[
+    str | None,
+    typer.Option(
+        "--compile-cache-remote",
+        metavar="URL",
+        help="share the compile cache through this Redis server, e.g. redis://cachehost:6379 "
+        f"(also: {remote.ENV}, or the config's slurm: compile_cache)",
+    ),
+]
+
+
+def compile_cache_off(off: bool, remote_url: str | None = None) -> None:
+    """--no-compile-cache and --compile-cache-remote: set for the whole command (its
+    builds, a resume's) through the variables run/builds/compilecache.py and remote.py
+    read; where ccache is absent, says so once (the builds compile every unit, as
+    without it). A bad URL is a usage error here, before anything runs."""
     if off:
         os.environ[compilecache.OFF_ENV] = "1"
+    if remote_url is not None:
+        remote.parse(remote_url, "--compile-cache-remote")
+        os.environ[remote.ENV] = remote_url
     notice = compilecache.notice_once()
     if notice:
         err.print(f"[dim]compile cache:[/] {notice}", highlight=False, soft_wrap=True)

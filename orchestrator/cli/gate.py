@@ -14,6 +14,7 @@ from orchestrator.cli.common import (
     VERDICT_EXIT,
     Backend,
     CacheDir,
+    CompileCacheRemote,
     ExecutorOpt,
     Jobs,
     NoCompileCache,
@@ -60,6 +61,7 @@ def gate_command(
     jobs: Jobs = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
     no_compile_cache: NoCompileCache = False,
+    compile_cache_remote: CompileCacheRemote = None,
     executor: ExecutorOpt = None,
     slurm: SlurmOpt = None,
     resume: Annotated[
@@ -91,7 +93,7 @@ def gate_command(
 ) -> None:
     """The release gate: every fix causal, no unexpected signature, every checker live.
     Exit 0 pass, 1 fail, 3 inconclusive, 2 usage error."""
-    compile_cache_off(no_compile_cache)
+    compile_cache_off(no_compile_cache, compile_cache_remote)
     settings = pipeline.Settings(
         backend=backend,
         repeat=repeat,

@@ -17,6 +17,7 @@ from orchestrator.cli.common import (
     VERDICT_EXIT,
     Backend,
     CacheDir,
+    CompileCacheRemote,
     ExecutorOpt,
     Jobs,
     NoCompileCache,
@@ -68,6 +69,7 @@ def run_command(
     jobs: Jobs = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
     no_compile_cache: NoCompileCache = False,
+    compile_cache_remote: CompileCacheRemote = None,
     keep_work: Annotated[bool, typer.Option(help="keep the scratch trees")] = False,
     case: Annotated[
         list[str] | None, typer.Option("--case", help="run only this config case (repeatable)")
@@ -89,7 +91,7 @@ def run_command(
 ) -> None:
     """Build every variant, run its cases under the checker, and judge causality; with
     --sign KEY, sign the bundle as `csorch gate --sign` signs a gate (unsigned without)."""
-    compile_cache_off(no_compile_cache)
+    compile_cache_off(no_compile_cache, compile_cache_remote)
     if sign is not None and not sign.is_file():  # before anything runs, as the gate does
         raise CsorchError(f"--sign {sign}: no such key file", hint="an SSH private key")
     settings = Settings(

@@ -15,6 +15,7 @@ from orchestrator.cli.common import (
     VERDICT_EXIT,
     Backend,
     CacheDir,
+    CompileCacheRemote,
     Jobs,
     NoCompileCache,
     Repeat,
@@ -88,12 +89,13 @@ def scan_command(
     jobs: Jobs = None,
     cache_dir: CacheDir = DEFAULT_CACHE,
     no_compile_cache: NoCompileCache = False,
+    compile_cache_remote: CompileCacheRemote = None,
     keep_work: Annotated[bool, typer.Option(help="keep the scratch tree")] = False,
 ) -> None:
     """Run a command under the checker, as it is: no config, no expectations. Exit 0 when
     the checker found nothing, 1 when it found something, 3 when the evidence is
     incomplete (a build that failed, a timeout, a truncated log)."""
-    compile_cache_off(no_compile_cache)
+    compile_cache_off(no_compile_cache, compile_cache_remote)
     experiment = scan.experiment(
         argv,
         cwd=Path.cwd(),

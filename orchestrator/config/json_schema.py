@@ -219,6 +219,7 @@ def experiment() -> dict[str, Any]:
             "throttle": {"type": "integer", "minimum": 1},
             "poll": DURATION,
             "max_array": {"type": "integer", "minimum": 1},
+            "compile_cache": {"type": "string", "pattern": "^redis://[^@/]+(/[0-9]{0,2})?$"},
         },
     )
     top = object_of(

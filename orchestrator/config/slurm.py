@@ -14,6 +14,7 @@ give or override the same on the command line):
       throttle: 64                  # at most N attempts at once (the array's %N)
       poll: 30s                     # between squeue calls (one call per poll for all tasks)
       max_array: 1000               # tasks per array (Slurm's MaxArraySize is 1001 by default)
+      compile_cache: redis://cachehost:6379   # the builds' shared compile cache (remote.py)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from orchestrator.config import compile_cache as remote
 from orchestrator.config.nodes import View
 from orchestrator.config.schema import DURATION_RE, UNITS
 from orchestrator.errors import CsorchError
@@ -43,6 +45,8 @@ SLURM = {
     "throttle": "at most N attempts running at once (the job array's %N)",
     "poll": "seconds between queue polls: seconds, or 30s / 1m",
     "max_array": "at most N tasks per job array",
+    "compile_cache": "a Redis server every building host shares as its compile cache's "
+    "remote storage, e.g. redis://cachehost:6379",
 }
 #: sbatch options csorch sets itself (what for): a user's `sbatch:` may not set them too, as
 #: sbatch's last setting wins and csorch's are not last (`--output` there moved every
@@ -130,6 +134,11 @@ _SBATCH_HINT = (
 
 def _problem(key: str, value: str) -> tuple[str, str]:
     """(problem, hint) with a name-like value, or ("", "") when it is fine."""
+    if key == "compile_cache":
+        try:
+            remote.parse(value, "compile_cache")
+        except CsorchError as exc:
+            return exc.message, exc.hint or ""
     if key == "gres" and value != "none" and not _GRES_RE.match(value):
         return f"'{value}' is not a gres list", "e.g. gpu:1 or gpu:h100:1, or none"
     if key in ("partition", "account") and not _PARTITION_RE.match(value):

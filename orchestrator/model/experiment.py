@@ -34,6 +34,7 @@ class SlurmSettings(Record):
     throttle: int = 0  # 0: as many at once as Slurm gives
     poll: float = 10.0
     max_array: int = 1000
+    compile_cache: str = ""  # the compile cache's shared Redis, redis://HOST[:PORT][/DB]
 
     def gres_for(self, default: str) -> str:
         """What each attempt asks for: the configured resource, else the backend's

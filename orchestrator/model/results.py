@@ -63,6 +63,7 @@ class Build(Record):
     #: entry (run/builds/compilecache.py); both 0 where no compile cache ran
     compile_hits: int = 0
     compile_misses: int = 0
+    compile_remote_hits: int = 0  # of the hits, served by the shared remote storage
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,8 @@ def _not_built(build: Build | None) -> str:
 def compile_cache_note(b: Build) -> str:
     """ "; compile cache 3/4 hits" for a build ccache served ("" where none ran)."""
     total = b.compile_hits + b.compile_misses
-    return f"; compile cache {b.compile_hits}/{total} hits" if total else ""
+    remote = f" ({b.compile_remote_hits} remote)" if b.compile_remote_hits else ""
+    return f"; compile cache {b.compile_hits}/{total} hits{remote}" if total else ""
 
 
 def builds_table(builds: Iterable[Build]) -> RenderableType:

@@ -146,6 +146,7 @@ def _from_meta(meta: dict, entry: Path, k: str, cached: bool, variant: Variant) 
         units=build.units,
         compile_hits=build.compile_hits,
         compile_misses=build.compile_misses,
+        compile_remote_hits=build.compile_remote_hits,
     )
 
 
@@ -161,7 +162,7 @@ def _record(
     release: Distribution | None,
     compiled: tuple[str, ...],
 ) -> Build:
-    hits, misses = compilecache.read_stats(out)
+    used = compilecache.read_stats(out)
     return Build(
         variant=variant.name,
         kind=variant.build.kind,
@@ -177,8 +178,9 @@ def _record(
         distribution=release,
         # sorted: a parallel build (ninja, make -j) compiles in no fixed order
         units=tuple(sorted(set(compiled))),
-        compile_hits=hits,
-        compile_misses=misses,
+        compile_hits=used.hits,
+        compile_misses=used.misses,
+        compile_remote_hits=used.remote_hits,
     )
 
 

@@ -17,7 +17,7 @@ from orchestrator.executors import execute
 from orchestrator.host import Host
 from orchestrator.model import Experiment
 from orchestrator.run import build
-from orchestrator.run.builds import compilecache
+from orchestrator.run.builds import compilecache, remote
 from orchestrator.run.options import Options, child_threads
 
 
@@ -25,6 +25,13 @@ from orchestrator.run.options import Options, child_threads
 class Contexts:
     build: build.Context
     execute: execute.Context
+
+
+def _remote_setting(experiment: Experiment, options: Options) -> str:
+    """The config's `slurm: compile_cache`, or the Slurm executor's (its --slurm flags
+    applied)."""
+    settings = getattr(options.executor, "settings", None)
+    return getattr(settings, "compile_cache", "") or experiment.slurm.compile_cache
 
 
 def make(
@@ -53,7 +60,11 @@ def make(
         asan_runtime=Path(host.asan_runtime) if host.asan_runtime else None,
         cancel=cancel,
         device_code=backend.device_code,
-        compile_cache=compilecache.make(cache.root, enabled=options.compile_cache),
+        compile_cache=compilecache.make(
+            cache.root,
+            enabled=options.compile_cache,
+            remote=remote.configured(_remote_setting(experiment, options)),
+        ),
     )
     executed = execute.Context(
         experiment=experiment,

@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 from slurm_cluster import NODE, Cluster, missing
 
+from tests import redis_server
+
 ROOT = Path(__file__).resolve().parents[2]
 E2E = ROOT / "tests" / "fixtures" / "e2e"
 C_OOB = E2E / "c-oob.yaml"
@@ -334,3 +336,66 @@ def test_bisect_probes_each_commit_through_slurm(cluster: Cluster, tmp_path: Pat
         assert doc["attempts"] and all(a["placement"]["node"] == NODE for a in doc["attempts"]), (
             doc["attempts"]
         )
+
+
+def units_config(tmp: Path) -> Path:
+    """A C subject of four units, each compiled on its own (`cc -c`: what ccache caches;
+    a compile-and-link in one command it leaves alone), run once by a plain case."""
+    src = tmp / "units"
+    src.mkdir(parents=True)
+    objs = " ".join(f"u{i}.o" for i in range(4))
+    (src / "Makefile").write_text(
+        f"prog: {objs}\n\t$(CC) -o prog {objs}\n%.o: %.c\n\t$(CC) -g -O1 -c $< -o $@\n"
+    )
+    for i in range(4):
+        body = f"int f{i}(void) {{ return {i}; }}\n"
+        if i == 0:
+            body += "int main(void) { return f0(); }\n"
+        (src / f"u{i}.c").write_text(body)
+    config = tmp / "units.yaml"
+    config.write_text(
+        f"""name: units
+source: {src}
+variants:
+  - {{name: v, build: {{kind: command, command: [make], outputs: [prog]}}}}
+runs:
+  - {{name: plain, checker: none}}
+cases:
+  - {{name: runs, command: [./prog]}}
+timeout: 2m
+"""
+    )
+    return config
+
+
+def test_two_login_hosts_share_a_compile_cache_through_redis(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The config's `slurm: compile_cache` (here --slurm compile_cache=...) names a real
+    Redis server: two runs with build caches of their own (two login or CI hosts) pay
+    each unit once; the second's build is all remote hits, and its attempts the same."""
+    why = redis_server.missing()
+    if why:
+        if os.environ.get("CSORCH_REQUIRE_SLURM") == "1":
+            pytest.fail(f"CSORCH_REQUIRE_SLURM=1 but {why}")
+        pytest.skip(why)
+    config = units_config(tmp_path)
+    with redis_server.server(tmp_path / "redis") as port:
+        runs = []
+        for host in ("login1", "login2"):
+            done = csorch(cluster, "run", str(config), "--backend", "asan",
+                          "--cache-dir", str(tmp_path / host / "cache"),
+                          "--out", str(tmp_path / host / "bundle"),
+                          "--executor", "slurm", *FAST,
+                          "--slurm", f"compile_cache=redis://127.0.0.1:{port}",
+                          cwd=tmp_path)  # fmt: skip
+            # no expectations: tabulated, not judged (inconclusive, exit 3)
+            assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+            runs.append(results(tmp_path / host / "bundle"))
+        (first,), (second,) = (r["builds"] for r in runs)
+        assert (first["compile_hits"], first["compile_misses"]) == (0, 4), first
+        assert not second["cached"] and second["compile_misses"] == 0, second
+        assert second["compile_hits"] == second["compile_remote_hits"] == 4, second
+        assert all(a["placement"]["executor"] == "slurm" for r in runs for a in r["attempts"])
+        assert outcome_view(runs[0]) == outcome_view(runs[1])
+        assert redis_server.keys(port) >= 4

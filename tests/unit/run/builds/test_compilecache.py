@@ -12,8 +12,9 @@ import pytest
 from orchestrator import sandbox
 from orchestrator.model import BuildKind, BuildSpec, Variant
 from orchestrator.run import build
-from orchestrator.run.builds import compilecache
+from orchestrator.run.builds import compilecache, remote
 from orchestrator.sandbox import BUILD_TREE
+from tests import redis_server
 from tests.unit.run.conftest import context, tree_of
 
 pytestmark = [
@@ -100,3 +101,35 @@ def test_debug_objects_are_shared_and_name_the_tree_as_every_build_sees_it(
     assert str(tmp_path).encode() not in names  # nothing of either scratch copy
     # the record names the units as they are outside the sandbox: relative to the tree
     assert sorted(done.units) == [f"u{i}.c" for i in range(UNITS)]
+
+
+@pytest.mark.skipif(bool(redis_server.missing()), reason=redis_server.missing() or "-")
+def test_two_hosts_share_units_through_a_real_redis(tmp_path: Path) -> None:
+    """Two build caches (two hosts' CACHE/ccache) and one Redis server: the second host's
+    build compiles nothing, every unit a remote hit; the server holds the units."""
+    with redis_server.server(tmp_path / "redis") as port:
+        address = remote.parse(f"redis://127.0.0.1:{port}")
+        builds = []
+        for host in ("login1", "login2"):
+            cc = compilecache.make(tmp_path / host / "cache", remote=address)
+            assert cc is not None and cc.remote is not None
+            ctx = context(tmp_path / host, compile_cache=cc)
+            tree = tree_of(subject(tmp_path / host / "src"))
+            builds.append(build.build(Variant("a", spec()), tree, ctx))
+        first, second = builds
+        assert (first.compile_hits, first.compile_misses) == (0, UNITS)
+        assert (second.compile_hits, second.compile_misses) == (UNITS, 0)
+        assert second.compile_remote_hits == UNITS
+        assert redis_server.keys(port) >= UNITS
+        assert cc.remote.connections >= UNITS and cc.remote.failures == 0
+
+
+def test_a_remote_url_with_credentials_or_garbage_is_refused() -> None:
+    from orchestrator.errors import CsorchError
+
+    assert remote.parse("redis://cache.example:7000/2") == remote.Address("cache.example", 7000, 2)
+    assert remote.parse("redis://10.0.0.5").port == 6379
+    for bad in ("redis://:secret@host", "http://host", "redis://host:99999", "redis://a b",
+                "redis://host/x", "redis://-host", "redis://ho\nst"):  # fmt: skip
+        with pytest.raises(CsorchError):
+            remote.parse(bad)
