@@ -12,15 +12,15 @@ EXT_INPUTS := $(shell find ext/csrc -type f) ext/qext/build.py
 PYTEST_ARGS ?=
 
 .PHONY: help setup slurm-deps validate test fuzz bench bench-qext bench-orchestrator \
-	bench-parser bench-plan bench-flood lint clean test-fast html-check
+	bench-parser bench-plan bench-builds bench-flood lint clean test-fast html-check
 
 help:
 	@echo "make validate   the main job: the release gate (builds everything it needs)"
 	@echo "make test       set up and run the test suite"
 	@echo "make test-fast  the pure-logic tests only: no build, no child process (under a minute)"
 	@echo "make fuzz       long fuzzing of the log parsers, config loaders and hostile subjects (about an hour on 2 cores)"
-	@echo "make bench      qext kernels, csorch's overhead, baseline and warm-rerun ratios, the gate and bisect plans"
-	@echo "make bench-qext / bench-orchestrator / bench-parser / bench-plan   one of the four"
+	@echo "make bench      qext kernels, csorch's overhead, baseline and warm-rerun ratios, the gate and bisect plans, the compile cache"
+	@echo "make bench-qext / bench-orchestrator / bench-parser / bench-plan / bench-builds   one of the five"
 	@echo "make bench-flood  ASan report floods, printed vs folded (CPU machine; ~10 minutes)"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
 	@echo "make html-check the HTML report checked in headless chromium, with a screenshot"
@@ -94,6 +94,7 @@ bench: setup
 	$(PY) bench/bench_orchestrator.py --json results/bench-orchestrator.json
 	$(PY) bench/bench_parser.py --json results/bench-parser.json
 	$(PY) bench/bench_plan.py --json results/bench-plan.json
+	$(PY) bench/bench_builds.py --json results/bench-builds.json
 
 bench-qext: setup
 	$(PY) bench/bench_qext.py --json results/bench-qext.json
@@ -107,6 +108,11 @@ bench-parser: setup
 # the gate as one plan against its longest experiment, and bisect with --probes 3 vs 1
 bench-plan: setup
 	$(PY) bench/bench_plan.py --json results/bench-plan.json
+
+# the compile cache's ratios (a cold build, one file changed, a test-only edit, bisect
+# probes); BENCH_BUILDS_ARGS=--gate adds the gate before / after (minutes on a CPU host)
+bench-builds: setup
+	$(PY) bench/bench_builds.py --json results/bench-builds.json $(BENCH_BUILDS_ARGS)
 
 # not part of `bench`: the ASan qext builds and the printed flood take minutes on a CPU
 bench-flood: setup

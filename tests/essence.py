@@ -28,7 +28,8 @@ RECORDS = ROOT / "tests" / "fixtures" / "records"
 #: misses, whether the host has ccache and how warm its store is)
 VOLATILE = frozenset(
     {"duration", "cpu", "started", "finished", "pid", "csorch", "host", "command", "sha256",
-     "size", "gpu", "jobs", "OMP_NUM_THREADS", "compile_hits", "compile_misses"}
+     "size", "gpu", "jobs", "OMP_NUM_THREADS", "compile_hits", "compile_misses",
+     "compile_remote_hits", "compile_cpu"}
 )  # fmt: skip
 #: maps of file -> digest (a log's digest holds its pids and addresses)
 DIGEST_MAPS = frozenset({"logs", "files"})

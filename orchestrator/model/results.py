@@ -64,6 +64,9 @@ class Build(Record):
     compile_hits: int = 0
     compile_misses: int = 0
     compile_remote_hits: int = 0  # of the hits, served by the shared remote storage
+    #: CPU seconds of the build's compiler calls (compiles and links through the wrappers,
+    #: ccache's included), within `cpu`; 0.0 where no wrapper ran (prebuilt)
+    compile_cpu: float = 0.0
 
 
 @dataclass(frozen=True)

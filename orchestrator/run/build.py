@@ -147,6 +147,7 @@ def _from_meta(meta: dict, entry: Path, k: str, cached: bool, variant: Variant) 
         compile_hits=build.compile_hits,
         compile_misses=build.compile_misses,
         compile_remote_hits=build.compile_remote_hits,
+        compile_cpu=build.compile_cpu,
     )
 
 
@@ -161,6 +162,7 @@ def _record(
     ctx: Context,
     release: Distribution | None,
     compiled: tuple[str, ...],
+    compile_cpu: float = 0.0,
 ) -> Build:
     used = compilecache.read_stats(out)
     return Build(
@@ -181,16 +183,18 @@ def _record(
         compile_hits=used.hits,
         compile_misses=used.misses,
         compile_remote_hits=used.remote_hits,
+        compile_cpu=compile_cpu,
     )
 
 
 def _units(
     out: Path, tree: Path, since: int, produced: list[str], step: Step, ctx: Context
-) -> tuple[str, ...]:
-    """The units the wrappers recorded (sources, relative to the tree where in it); under a
+) -> tuple[tuple[str, ...], float]:
+    """The units the wrappers recorded (sources, relative to the tree where in it) and the
+    CPU seconds of every compiler call (compiles and links, ccache's included); under a
     sanitizer, a BuildError naming each unit or object that does not carry it."""
     if step.wrappers is None:
-        return ()
+        return (), 0.0
     files.remove_tree(step.wrappers.directory, ignore_errors=True)  # the entry keeps the record
     try:
         records = units.read(step.wrappers.record, step.aliases)
@@ -223,7 +227,7 @@ def _units(
             rel = os.path.relpath(s, tree) if Path(s).is_relative_to(tree) else s
             if not rel.startswith(("/tmp/", "/dev/shm/")):  # a compiler's own temporaries
                 names.append(rel)
-    return tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names)), round(sum(c.cpu for c in records), 3)
 
 
 def _make(
@@ -296,7 +300,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                     )
                 produced, release = _make(variant, tree.root, out, step, ctx)
                 environment.install(out, step, ctx)
-                compiled = _units(out, tree.root, since, produced, step, ctx)
+                compiled, compile_cpu = _units(out, tree.root, since, produced, step, ctx)
                 record = _record(
                     variant,
                     k,
@@ -308,6 +312,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                     ctx,
                     release,
                     compiled,
+                    compile_cpu,
                 )
                 binaries.require(out, record, variant, ctx.sanitizer, ctx.device_code, step.fail)
                 entry = ctx.cache.publish(k, out, {"build": record.to_dict()})

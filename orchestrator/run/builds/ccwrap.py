@@ -163,7 +163,7 @@ def main(argv):
         link_inputs = [_file(os.path.join(cwd, p)) for p in inputs if os.path.isfile(p)]
         link_inputs += [_file(p) for p in _libraries(libdirs, libs, cwd)]
     pid = os.posix_spawn(command[0], command, os.environ)
-    status = os.waitpid(pid, 0)[1]
+    _, status, usage = os.wait4(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code == 0 and mode != "other":
         line = {
@@ -175,6 +175,8 @@ def main(argv):
             "sources": [os.path.normpath(os.path.join(cwd, s)) for s in sources],
             "outputs": [_file(os.path.normpath(p)) for p in _outputs(mode, sources, output, cwd)],
             "inputs": link_inputs,
+            # the compiler's CPU (ccache's too): what this unit cost, served or compiled
+            "cpu": round(usage.ru_utime + usage.ru_stime, 4),
         }
         data = (json.dumps(line) + "\n").encode()
         fd = os.open(cfg["record"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

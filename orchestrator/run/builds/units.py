@@ -60,6 +60,7 @@ class Compile:
     sources: tuple[str, ...]
     outputs: tuple[tuple[str, str], ...]  # (path, sha256)
     inputs: tuple[tuple[str, str, int, str], ...]  # (path, sha256, mtime_ns, elf/ar/other)
+    cpu: float = 0.0  # the compiler's user + system seconds (with ccache's)
 
     @property
     def compiles(self) -> bool:
@@ -96,6 +97,7 @@ def read(record: Path, aliases: Sequence[tuple[str, str]] = ()) -> list[Compile]
                         (str(i["path"]), str(i["sha256"]), int(i["mtime_ns"]), str(i["kind"]))
                         for i in d["inputs"]
                     ),
+                    float(d.get("cpu", 0.0)),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
