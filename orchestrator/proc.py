@@ -358,6 +358,41 @@ def capture(
     return Captured(args, proc.returncode, timed_out, out.decode(errors="replace"))
 
 
+@dataclass(frozen=True)
+class Filtered:
+    """What a filter (`filter_bytes`) wrote: its stdout as bytes, its stderr as text."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    timed_out: bool
+    stdout: bytes
+    stderr: str
+
+
+def filter_bytes(
+    argv: Sequence[str | os.PathLike[str]], data: bytes, *, timeout: float = 60.0
+) -> Filtered:
+    """Run a short filter of csorch's own (gcc -E, say) with `data` on its stdin; its
+    stdout apart from its stderr (a warning must not become part of the output)."""
+    args = tuple(os.fspath(a) for a in argv)
+    child_env, _ = build_env(None, sandboxed=False)
+    proc = _start(
+        args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env
+    )
+    try:
+        out, err = proc.communicate(data, timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    except KeyboardInterrupt:
+        _killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    return Filtered(args, proc.returncode, timed_out, out, err.decode(errors="replace"))
+
+
 _stopping = threading.Event()  # set by the first SIGINT/SIGTERM: csorch is shutting down
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 

@@ -27,6 +27,7 @@ LAYERS = (
     "backends",
     "executors",
     "judge",
+    "carry",
     "bundle",
     "run",
     "gate",
