@@ -246,3 +246,54 @@ def test_a_hostile_case_name_and_reason_render_as_text(cprog_bundles, tmp_path) 
     assert HOSTILE in shown  # the case's name and the judge's reason, as text
     (why,) = [c for c in cells(text, HOSTILE) if c.startswith("fixed/plain")]
     assert "not built: <img src=x onerror=alert(1)> <script>" in why
+
+
+# --- a gate's directory: one page --------------------------------------------------------
+
+
+@pytest.mark.process
+def test_a_gate_directory_is_one_page_its_verdict_first(tmp_path) -> None:
+    """`csorch report GATE_DIR -f html` said "--format html renders one bundle" (exit 2)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("the C-program gate needs gcc and make")
+    lhtml = pytest.importorskip("lxml.html", reason="lxml: CPU machines only (offline GPU)")
+    root = Path(__file__).resolve().parents[3]
+    e2e = root / "tests" / "fixtures" / "e2e"
+    config = tmp_path / "gate.yaml"
+    names = ("c-oob", "c-oob-nofix", "c-oob-badpatch")
+    listed = ", ".join(str(e2e / f"{n}.yaml") for n in names)
+    config.write_text(f"name: three\nexperiments: [{listed}]\npolicy:\n  unexpected: fail\n")
+    env = {**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"}
+
+    def csorch(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+
+    done = csorch("gate", str(config), "--backend", "asan", "--out", str(tmp_path / "out"),
+                  "--cache-dir", str(tmp_path / "cache"))  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # one FAIL
+    done = csorch("report", str(tmp_path / "out"), "-f", "html", "-o", str(tmp_path / "g.html"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (tmp_path / "g.html").read_text()
+    doc = lhtml.fromstring(text)
+    spans = [s.text_content() for s in doc.xpath("//span[@class='verdict']")]
+    # the gate's verdict first; each experiment's in its row, then in its own section
+    assert spans == ["FAIL", "PASS", "FAIL", "INCONCLUSIVE", "PASS", "FAIL", "INCONCLUSIVE"]
+    assert doc.xpath("//h1")[0].text_content() == "Release gate three"
+    links = {a.text_content(): a.get("href") for a in doc.xpath("//table//a")}
+    assert list(links) == list(names)
+    for name, href in links.items():
+        (section,) = doc.xpath(f"//section[@id='{href[1:]}']")
+        assert section.xpath(".//h2")[0].text_content() == name
+        assert section.xpath(".//table//th[text()='case']")  # the bundle's whole section
+    assert len(doc.xpath("//section//h3[text()='Variants']")) == 3
+    # the repository, the gate's directory, its bundles and the cache, written relative
+    for machine in (root, tmp_path / "out", tmp_path / "cache"):
+        assert str(machine) not in text, machine
+    assert "--out <gate> --cache-dir <cache>" in doc.text_content()
+    assert not doc.xpath("//script") and text.count("<!DOCTYPE html>") == 1
