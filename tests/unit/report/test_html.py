@@ -297,3 +297,33 @@ def test_a_gate_directory_is_one_page_its_verdict_first(tmp_path) -> None:
         assert str(machine) not in text, machine
     assert "--out <gate> --cache-dir <cache>" in doc.text_content()
     assert not doc.xpath("//script") and text.count("<!DOCTYPE html>") == 1
+
+
+# --- the layout, in a real browser at a desktop's and a phone's width ------------------
+
+
+@pytest.mark.process
+def test_no_page_is_wider_than_a_phone_or_a_desktop_window(cprog_bundles, tmp_path) -> None:
+    import shutil
+
+    if not any(shutil.which(b) for b in ("chromium", "chromium-browser")):
+        pytest.skip("no chromium here (Debian: apt-get install chromium)")
+    for verdict, path in cprog_bundles.items():
+        report = tmp_path / f"{verdict}.html"
+        report.write_text(html.render(*bundle.read(path)))
+        done = check(report, tmp_path / f"{verdict}.png")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "1280 px wide in 1280 px" in done.stdout, done.stdout
+        assert "390 px wide in 390 px" in done.stdout, done.stdout
+        for shot in (f"{verdict}.png", f"{verdict}-390.png"):
+            assert (tmp_path / shot).read_bytes()[:4] == b"\x89PNG"
+    # the check has teeth: a block wider than a phone (700 px and the body's 8 px margin)
+    # makes the page scroll sideways
+    wide = tmp_path / "wide.html"
+    wide.write_text(
+        (tmp_path / "fail.html")
+        .read_text()
+        .replace("<h2>", '<div style="width:700px">x</div><h2>', 1)
+    )
+    done = check(wide, tmp_path / "wide.png")
+    assert done.returncode == 1 and "708 px wide in a 390 px window" in done.stdout, done.stdout
