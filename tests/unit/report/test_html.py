@@ -209,6 +209,12 @@ def test_targets_setup_and_digests_as_the_markdown_states_them(cprog_bundles, tm
         for artifact in build["artifacts"]:
             assert artifact["sha256"] in text and artifact["sha256"] in md
     assert manifest["config"]["sha256"][:12] in cells(text, "config")[0]
+    # the digests the manifest holds over the trees and binaries, which `verify` re-checks
+    for source in manifest["sources"]:
+        assert source["digest"] in text
+    for build in manifest["builds"]:
+        for binary in build["binaries"]:
+            assert binary["sha256"] in text
     # this machine's paths written as the Markdown writes them, and shown: a bare
     # `<bundle>` in HTML is an element, which a browser shows as nothing
     command = cells(text, "command")[0]
