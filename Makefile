@@ -23,7 +23,7 @@ help:
 	@echo "make bench-qext / bench-orchestrator / bench-parser / bench-plan / bench-builds   one of the five"
 	@echo "make bench-flood  ASan report floods, printed vs folded (CPU machine; ~10 minutes)"
 	@echo "make setup      virtual environment + qext built in place (idempotent)"
-	@echo "make html-check the HTML report checked in headless chromium, with a screenshot"
+	@echo "make html-check the HTML report checked in headless chromium at 1280 and 390 px, with screenshots"
 	@echo "make lint       ruff, if installed"
 	@echo "make slurm-deps Debian's Slurm and munge for the real-Slurm tests (as root; quick when present)"
 
@@ -119,8 +119,9 @@ bench-flood: setup
 	$(PY) bench/bench_flood.py --json results/bench-flood.json
 
 # the HTML report (csorch report -f html) opened in a real headless browser (Debian's
-# chromium, no network), its DOM checked and a trimmed screenshot taken; skips with a
-# message where chromium is absent. HTML_BUNDLE: the bundle to show (default: the C
+# chromium, no network), its DOM checked, laid out at 1280 and 390 px (no wider than
+# either window) and a trimmed screenshot taken at each; skips with a message where
+# chromium is absent. HTML_BUNDLE: the bundle or gate directory to show (default: the C
 # subject's no-fix experiment under ASan, made in seconds). Run after `make setup`.
 HTML_BUNDLE ?=
 HTML_OUT ?= results/html-check

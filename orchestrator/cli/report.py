@@ -31,7 +31,7 @@ from orchestrator.cli.verify import styled
 from orchestrator.errors import BundleError, ConfigError, CsorchError
 from orchestrator.gate import allowances
 from orchestrator.gate import manifest as gate_manifest
-from orchestrator.report import sarif, table, verdicts
+from orchestrator.report import htmlgate, sarif, table, verdicts
 from orchestrator.run import places
 
 FORMATS = ("table", *report.FORMATS)
@@ -63,7 +63,7 @@ def _table(records: bundles.Records, results: dict) -> RenderableType:
     return view
 
 
-GATE_FORMATS = ("table", "markdown", "json")
+GATE_FORMATS = ("table", "markdown", "html", "json")
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -107,10 +107,12 @@ def _gate_dir(root: Path, fmt: str, output: Path | None, policy: Path | None) ->
         result, found = verdicts.stored_gate(root)
         if fmt == "json":
             _emit(files.read_text(root / gate_manifest.GATE, files.DOCUMENT), output)
-        if fmt == "markdown":
+        if fmt in ("markdown", "html"):
             today = datetime.date.today()
             allow = gate.load_policy(policy).allow if policy is not None else ()
             live = [a for a in allow if not a.expired(today)]
+            if fmt == "html":  # one page: the gate's verdict, then each experiment's section
+                _emit(htmlgate.gate_dir_page(root, live), output)
             _emit(verdicts.gate_dir_report(root, live), output)
     except (BundleError, ConfigError) as exc:
         raise fail(exc) from None

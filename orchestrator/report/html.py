@@ -1,7 +1,11 @@
 """HTML of a bundle: one self-contained file for a CI artifact. The verdict and its
 reasons, a chart of the checker's findings per case and variant x run (inline SVG), the
-per-case table (the grid of `report.rows`), the signatures (`judge.signature_view`: with
-their ambient, follow-on and tolerated marks, as in every report), and what was not run.
+per-case table with its reason column (the grid and reasons of `report.rows`), the
+signatures (`judge.signature_view`: with their ambient, follow-on and tolerated marks, as
+in every report), the targets behind the verdict, what was not run, and how the run was
+made and what it ran on (`report.provenance`'s rows, the digests of every tree, patch and
+binary): the Markdown report's facts, from the same views. `section` is one bundle's
+part of a page; a gate's page (`report.htmlgate`) holds one per experiment.
 
 Self-contained means it opens from a downloaded artifact with no network: the style is
 inline, the chart is SVG drawn here, and there is no script at all (the Content Security
@@ -17,8 +21,10 @@ from typing import Any
 
 from orchestrator import bundle, judge
 from orchestrator.judge import signature_view
+from orchestrator.judge.causality import Judgement
 from orchestrator.model import Attempt, Build, Experiment, Outcome
 from orchestrator.report import markdown, paths, provenance, rows
+from orchestrator.report.gfm import DASH
 
 #: nothing from the network, no script: the browser refuses anything but inline style
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -35,21 +41,31 @@ PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1f2328}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
+h3{font-size:14px;margin:18px 0 6px} section{border-top:2px solid #d1d9e0;margin-top:28px}
 .verdict{display:inline-block;padding:4px 12px;border-radius:6px;color:#fff;font-weight:700}
 .muted{color:#59636e} ul{margin:6px 0}
 table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d1d9e0;padding:4px 8px}
 .scroll{overflow-x:auto;max-width:100%} td,li{overflow-wrap:anywhere}
+.scroll td{overflow-wrap:break-word}
 svg{max-width:100%;height:auto}
 @media (max-width:480px){body{margin:8px}}
-th{background:#f6f8fa;text-align:left} td.n{text-align:right}
+th{background:#f6f8fa;text-align:left} td.n{text-align:right} td.why{min-width:14em}
 .passed{color:#1a7f37} .failed{color:#cf222e} .error{color:#cf222e;font-weight:700}
 .skipped{color:#59636e} .inconclusive{color:#9a6700;font-weight:700}
-code{font:12px ui-monospace,monospace}
+code{font:12px ui-monospace,monospace} li.sub{margin-left:20px}
 """
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+#: HTML's inline marks, for the rows `provenance` makes for every format
+INK = provenance.Ink(
+    esc=_e,
+    code=lambda text: f"<code>{_e(text)}</code>" if text else DASH,
+    strong=lambda text: f"<strong>{text}</strong>",
+)
 
 
 def _count(attempts: Sequence[Attempt]) -> int:
@@ -158,16 +174,18 @@ def table(experiment: Experiment, records: bundle.Records) -> str:
     )
     body = []
     for case, node in rows.rows(experiment, records.attempts):
-        name = case if node == case else f"{case} <code>{_e(rows.short(node))}</code>"
-        cells = []
+        name = _e(case) if node == case else f"{_e(case)} <code>{_e(rows.short(node))}</code>"
+        made = []
         for c in columns:
             attempts = by.get((case, c.variant, c.run, c.device))
-            if not attempts:
-                cells.append('<td class="skipped">-</td>')
-                continue
-            cells.append(_cell(rows.cell(attempts, node, broken.get(c.variant, ""))))
-        body.append(f"<tr><th>{_e(case) if node == case else name}</th>{''.join(cells)}</tr>")
-    return f"<table><tr><th>case</th>{head}</tr>{''.join(body)}</table>"
+            made.append(
+                (c, rows.cell(attempts, node, broken.get(c.variant, "")) if attempts else None)
+            )
+        cells = "".join('<td class="skipped">-</td>' if m is None else _cell(m) for _, m in made)
+        # why a cell did not pass, once per reason with its columns (as every report says it)
+        why = rows.reason(made)
+        body.append(f'<tr><th>{name}</th>{cells}<td class="why">{_e(why)}</td></tr>')
+    return f"<table><tr><th>case</th>{head}<th>reason</th></tr>{''.join(body)}</table>"
 
 
 def _signatures(view: signature_view.Signatures) -> str:
@@ -192,53 +210,126 @@ def _signatures(view: signature_view.Signatures) -> str:
     return f"<ul>{''.join(items)}</ul>" if items else '<p class="muted">none found</p>'
 
 
-def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
-    """The bundle as one self-contained HTML page."""
+def _targets(judgement: Judgement | None, shift: int) -> str:
+    """The expectation's targets and the repeats each variant x run showed them in."""
+    if judgement is None or not judgement.hits:
+        return ""
+    body = "".join(
+        f"<tr><td><code>{_e(h.target)}</code></td><td><code>{_e(h.variant)}</code></td>"
+        f"<td><code>{_e(h.run)}</code></td><td>{h.hits}/{h.repeats}"
+        + (f" ({h.unknown} unknown)" if h.unknown else "")
+        + "</td></tr>"
+        for h in judgement.hits
+    )
+    head = "<tr><th>target</th><th>variant</th><th>run</th><th>repeats with it</th></tr>"
+    return f"{_h(2, 'Targets', shift)}<table>{head}{body}</table>"
+
+
+def _provenance(
+    results: Mapping[str, Any], manifest: Mapping[str, Any], records: bundle.Records, shift: int
+) -> str:
+    """How the run was made and on what (the setup), and what each variant was: its
+    source tree, patches, build and binaries, the full sha256 digests below."""
+    experiment = records.experiment
+    tools = {a.run: a.checker for a in records.attempts}
+    setup = provenance.setup_rows(results, manifest, experiment, tools, INK)
+    complete = "yes" if results.get("complete") else "no (interrupted or still running)"
+    setup.append(["complete", complete])
+    view = provenance.identities(experiment, records, INK)
+    parts = [
+        _h(2, "Setup", shift),
+        "<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in setup) + "</table>",
+        _h(2, "Variants", shift),
+        "<table><tr>"
+        + "".join(f"<th>{_e(h)}</th>" for h in view.header)
+        + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in view.body)
+        + "</table>",
+    ]
+    if view.described:
+        parts.append("<p>What each variant is and how it was built:</p>")
+        parts.append("<ul>" + "".join(f"<li>{d}</li>" for d in view.described) + "</ul>")
+    if view.digests:
+        # a variant's source tree, then its patches and binaries indented under it
+        items = "".join(
+            f'<li class="sub">{text}</li>' if level else f"<li>{text}</li>"
+            for level, text in view.digests
+        )
+        parts.append(f"<details><summary>Full sha256 digests</summary><ul>{items}</ul></details>")
+    return "\n".join(parts)
+
+
+def _h(level: int, text: str, shift: int = 0) -> str:
+    n = min(level + shift, 6)
+    return f"<h{n}>{_e(text)}</h{n}>"
+
+
+def section(
+    results: Mapping[str, Any], manifest: Mapping[str, Any], where: str = "", shift: int = 0
+) -> str:
+    """One bundle's part of a page (`bundle.read`'s two documents; `where` the bundle's
+    directory), its headings `shift` levels down (1 in a gate's page), with this
+    machine's paths written relative (`paths`, as the Markdown)."""
     records = bundle.records(results)
     experiment = records.experiment
     verdict = str(results.get("verdict") or "not judged")
     colour = VERDICT_COLOURS.get(verdict, "#59636e")
     reasons = records.judgement.reasons if records.judgement else ()
-    backend = results.get("backend", {})
-    host = manifest.get("host", {})
-    facts = [
-        ("backend", f"{backend.get('name', '')} ({backend.get('reason', '')})"),
-        ("csorch", results.get("csorch", "")),
-        ("started", results.get("started", "")),
-        ("complete", "yes" if results.get("complete") else "no (interrupted or still running)"),
-        ("sandbox", provenance.sandboxing(host)),
-        *[(k, host[k]) for k in ("torch", "driver", "compute_sanitizer") if host.get(k)],
-        *[("gpu", g) for g in host.get("gpus", [])],
-    ]
     not_run = results.get("not_run", [])
     page = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>csorch: {_e(experiment.name)}: {_e(verdict)}</title>",
-        f"<style>{STYLE}</style></head><body>",
-        f"<h1>{_e(experiment.name)}</h1>",
+        _h(1, experiment.name, shift),
         f'<p class="muted">{_e(experiment.description)}</p>' if experiment.description else "",
         f'<p><span class="verdict" style="background:{colour}">{_e(verdict.upper())}</span></p>',
         "<ul>" + "".join(f"<li>{_e(r)}</li>" for r in reasons) + "</ul>" if reasons else "",
-        "<h2>Findings per case</h2>",
+        _h(2, "Findings per case", shift),
         chart(experiment, records.attempts, records.builds),
-        "<h2>Cases</h2>",
+        _h(2, "Cases", shift),
         table(experiment, records),
-        "<h2>Signatures</h2>",
+        _h(2, "Signatures", shift),
         _signatures(signature_view.make(experiment, records.attempts, records.builds)),
+        _targets(records.judgement, shift),
     ]
     if not_run:
-        page += ["<h2>Not run</h2><ul>", *[f"<li>{_e(n)}</li>" for n in not_run], "</ul>"]
-    page += [
-        "<h2>Run</h2><table>",
-        *[f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts],
-        "</table></body></html>",
-    ]
-    text = "\n".join(p for p in page if p) + "\n"
-    # every table scrolls in its own box: a phone's 390 px never widens the page
-    text = text.replace("<table>", '<div class="scroll"><table>').replace(
+        page += [_h(2, "Not run", shift), "<ul>", *[f"<li>{_e(n)}</li>" for n in not_run], "</ul>"]
+    page.append(_provenance(results, manifest, records, shift))
+    text = "\n".join(p for p in page if p)
+    return scrub(scrolled(text), paths.anchors(manifest, where))
+
+
+def scrub(text: str, pairs: Sequence[tuple[str, str]]) -> str:
+    """`paths.scrub` of HTML: the paths as they stand escaped in it, and their names
+    escaped (a bare `<bundle>` is an element to a browser, and shows nothing)."""
+    return paths.scrub(text, [(_e(path), _e(name)) for path, name in pairs])
+
+
+def scrolled(text: str) -> str:
+    """Every table in a scrolling box of its own: a phone's 390 px never widens the page."""
+    return text.replace("<table>", '<div class="scroll"><table>').replace(
         "</table>", "</table></div>"
     )
-    return paths.scrub(text, paths.anchors(manifest))
+
+
+def page(title: str, body: str) -> str:
+    """A whole self-contained document around `body` (already HTML)."""
+    return (
+        "\n".join(
+            [
+                "<!DOCTYPE html>",
+                '<html lang="en"><head><meta charset="utf-8">',
+                f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+                '<meta name="viewport" content="width=device-width, initial-scale=1">',
+                f"<title>{_e(title)}</title>",
+                f"<style>{STYLE}</style></head><body>",
+                body,
+                "</body></html>",
+            ]
+        )
+        + "\n"
+    )
+
+
+def render(results: Mapping[str, Any], manifest: Mapping[str, Any], where: str = "") -> str:
+    """The bundle as one self-contained HTML page."""
+    name = bundle.records(results).experiment.name
+    verdict = str(results.get("verdict") or "not judged")
+    return page(f"csorch: {name}: {verdict}", section(results, manifest, where))

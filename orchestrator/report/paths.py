@@ -58,5 +58,6 @@ def anchors(manifest: Mapping[str, Any], bundle: str = "") -> list[tuple[str, st
 def scrub(text: str, pairs: Sequence[tuple[str, str]]) -> str:
     """`text` with each absolute path of `pairs` (as a whole path component) rewritten."""
     for path, name in pairs:
-        text = re.sub(re.escape(path) + r"(?=[/\s`'\"),:;|\]]|$)", name, text)
+        # a path ends where Markdown's code span (`) or an HTML tag or entity (<, &) begins
+        text = re.sub(re.escape(path) + r"(?=[/\s`'\"),:;|\]<&]|$)", name, text)
     return text
