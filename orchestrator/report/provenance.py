@@ -204,7 +204,10 @@ def identities(experiment: Experiment, records: bundle.Records, ink: Ink = GFM) 
             how = "cache hit" if build.cached else f"built in {build.duration:.1f} s"
             units = build.compile_hits + build.compile_misses
             if not build.cached and units:  # ccache served some units (run/builds/compilecache)
-                how += f" (compile cache {build.compile_hits}/{units} hits)"
+                remote = (
+                    f", {build.compile_remote_hits} remote" if build.compile_remote_hits else ""
+                )
+                how += f" (compile cache {build.compile_hits}/{units} hits{remote})"
             status = f"{build.kind.value}, {how}, key {_digest(build.cache_key, ink)}"
         binaries = ", ".join(
             f"{code(a.path)} {_digest(a.sha256, ink)}" for a in (build.artifacts if build else ())
