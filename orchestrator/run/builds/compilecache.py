@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import files
+from orchestrator import sandbox as sandboxes
 from orchestrator.errors import CsorchError
 from orchestrator.run.builds import remote as remotes
 
@@ -52,11 +53,15 @@ class CompileCache:
         (CCACHE_NOHASHDIR): a build that compiles in its output directory (a scratch
         directory renamed into the cache once built) would otherwise never share; the
         directory an object served from another build names for a relative path is that
-        build's scratch directory, no more gone than this one's will be."""
+        build's scratch directory, no more gone than this one's will be. Unsandboxed
+        (CSORCH_SANDBOX=0) each build sees its own scratch path, so the directory stays
+        in the hash of a debug object: shared only within one directory."""
         return {
             "CCACHE_DIR": str(self.directory),
             "CCACHE_MAXSIZE": str(self.max_bytes),
-            "CCACHE_NOHASHDIR": "1",
+            # only where the sandbox shows every tree at one path: without it, an object
+            # served across directories would name another variant's scratch tree
+            **({"CCACHE_NOHASHDIR": "1"} if sandboxes.active() else {}),
             # no CCACHE_BASEDIR: ccache would rewrite the tree's absolute paths on the
             # command line to relative ones, and sanitizer frames (results.json, SARIF)
             # would name '../../work/...' instead of the tree's file

@@ -133,3 +133,24 @@ def test_a_remote_url_with_credentials_or_garbage_is_refused() -> None:
                 "redis://host/x", "redis://-host", "redis://ho\nst"):  # fmt: skip
         with pytest.raises(CsorchError):
             remote.parse(bad)
+
+
+def test_unsandboxed_debug_objects_stay_in_their_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the sandbox off each build sees its own scratch path: a -g object names it, so
+    ccache keeps the directory in the hash and another variant's tree compiles its own."""
+    monkeypatch.setenv(sandbox.ENV, "0")
+    sandbox.probe.cache_clear()
+    try:
+        ctx = context(tmp_path, compile_cache=compilecache.make(tmp_path / "cache"))
+        debug = MAKEFILE.replace("-O1", "-g")
+        first = subject(tmp_path / "a")
+        (first / "Makefile").write_text(debug)
+        build.build(Variant("a", spec()), tree_of(first), ctx)
+        other = subject(tmp_path / "b", "2")
+        (other / "Makefile").write_text(debug)
+        done = build.build(Variant("b", spec()), tree_of(other), ctx)
+    finally:
+        sandbox.probe.cache_clear()
+    assert (done.compile_hits, done.compile_misses) == (0, UNITS)
