@@ -3,8 +3,9 @@ prints them), and the gate's Markdown summary (the top of the gate's report.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -20,7 +21,7 @@ from orchestrator.gate.pipeline import GATE_SCHEMA
 from orchestrator.gate.policy import GateResult, Judged
 from orchestrator.judge.compare import Comparison
 from orchestrator.model import Verdict
-from orchestrator.report import markdown, rows
+from orchestrator.report import markdown, paths, rows
 
 STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red", Verdict.INCONCLUSIVE: "bold yellow"}
 OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "bold red", "skipped": "dim"}
@@ -136,13 +137,28 @@ def gate_report(
     """report.md of a gate: its own section, then each experiment's, from its bundle, the
     findings the policy's allowances tolerate marked `allowed: <reason>` (expired ones
     tolerate nothing: give only the live ones)."""
-    sections = [gate_markdown(result)]
+    sections, manifests = [""], []
     for j in judged:
         if j.bundle and (Path(j.bundle) / bundle.RESULTS).exists():
             results, manifest = bundle.read(j.bundle)
             marked = allowances.mark_results(results, allow)
             sections.append(markdown.render(marked, manifest, str(j.bundle)))
+            manifests.append((manifest, Path(j.bundle).parent))
+    sections[0] = _scrubbed(gate_markdown(result), manifests)
     return fit(sections)
+
+
+def _scrubbed(text: str, manifests: Sequence[tuple[Mapping[str, Any], Path]]) -> str:
+    """The gate's own section with this machine's paths written as each experiment's
+    section writes them (its bundle's anchors: the repository `.`, the cache, the home),
+    the gate's directory as `<gate>`."""
+    pairs: dict[str, str] = {}
+    for manifest, root in manifests:
+        pairs.setdefault(str(root), "<gate>")
+        for path, name in paths.anchors(manifest):
+            if name != "<bundle>":
+                pairs.setdefault(path, name)
+    return paths.scrub(text, sorted(pairs.items(), key=lambda p: -len(p[0])))
 
 
 #: GitHub's limit on a comment's (and a job summary's) size, less room for a heading
@@ -194,11 +210,13 @@ def gate_dir_report(root: Path, allow: Sequence[Allowance] = ()) -> str:
     """report.md of a stored gate directory, made again from its gate.json and bundles
     (the verdict is the one the gate recorded; `csorch gate --from` judges again)."""
     result, found = stored_gate(root)
-    sections = [gate_markdown(result)]
+    sections, manifests = [""], []
     for path in found:
         results, manifest = bundle.read(path)
         marked = allowances.mark_results(results, allow)
         sections.append(markdown.render(marked, manifest, str(path)))
+        manifests.append((manifest, Path(root)))
+    sections[0] = _scrubbed(gate_markdown(result), manifests)
     return fit(sections)
 
 

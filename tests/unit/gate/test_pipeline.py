@@ -254,3 +254,18 @@ def test_two_experiments_of_one_name_are_a_config_error_naming_both(tmp_path: Pa
     assert "two experiments of the gate are named 'c-oob'" in text
     assert str(E2E / "c-oob.yaml") in text and str(twin) in text
     assert "in use by another" not in text and not (tmp_path / "g").exists()
+
+
+def test_the_gate_s_section_writes_no_machine_path(
+    cprog_bundles: dict[str, Path], tmp_path: Path
+) -> None:
+    """The inconclusive bundle's reasons name its stale patch by absolute path: the gate's
+    own section of report.md writes it relative to the repository, as each experiment's
+    section does."""
+    out = tmp_path / "g"
+    bad = str(E2E / "c-oob-badpatch.yaml")
+    code, output = gate_cli(bad, "--from", str(cprog_bundles["inconclusive"]), "--out", str(out))
+    assert code == cli.ExitCode.INCONCLUSIVE, output
+    head = (out / "report.md").read_text().split("\n### ", 1)[0]
+    assert "patch ./tests/fixtures/e2e/stale.patch does not apply" in head, head
+    assert str(ROOT) not in head and str(tmp_path) not in head, head
