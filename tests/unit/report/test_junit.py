@@ -4,6 +4,9 @@ system reads it, a FAIL shows failures and an INCONCLUSIVE errors, never all gre
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -233,3 +236,20 @@ def test_the_schema_check_itself_rejects_what_it_must() -> None:
         f"<testsuites>{suite.format(inner='<system-out>x</system-out>')}</testsuites>",
     ):
         assert not schema.validate(etree.fromstring(bad)), bad
+
+
+@pytest.mark.process  # junit2html's command line in a child, as a CI step runs it
+@pytest.mark.parametrize("verdict", ["pass", "fail", "inconclusive"])
+def test_junit2html_draws_the_verdict_green_only_on_pass(cprog_bundles, tmp_path, verdict) -> None:
+    """junit2html, the page a CI system without a test-results tab publishes: the verdict
+    case is drawn passed on PASS, failed on FAIL and on INCONCLUSIVE (an error)."""
+    pytest.importorskip("junit2htmlreport", reason="junit2html: CPU machines only")
+    xml, page = tmp_path / "junit.xml", tmp_path / "junit.html"
+    xml.write_text(junit.render(*bundle.read(cprog_bundles[verdict])))
+    done = subprocess.run([sys.executable, "-m", "junit2htmlreport", str(xml), str(page)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    drawn = re.findall(
+        r'<li class="outcome (outcome-\w+)"><a href="#\w+">verdict</a>', page.read_text()
+    )
+    assert drawn == ["outcome-passed" if verdict == "pass" else "outcome-failed"], drawn
