@@ -81,8 +81,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# a table of variants x runs is wide: do not squeeze it into 80 columns when piped
-out = Console(width=None if sys.stdout.isatty() else 200)
+# a table of variants x runs is wide: do not squeeze it into 80 columns when piped, unless
+# COLUMNS says how wide the reader is (a CI log viewer, a pager): then the tables fit it
+out = Console(width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 err = Console(stderr=True)
 
 

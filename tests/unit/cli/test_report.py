@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from orchestrator import bundle
@@ -153,3 +157,19 @@ def test_a_gate_directory_renders_its_verdict_and_every_bundle(
     (out / "gate.json").write_text("{")
     broken = report(str(out), "-f", "markdown")
     assert broken.exit_code == ExitCode.USAGE and "gate.json cannot be read back" in broken.output
+
+
+@pytest.mark.process  # piped, as in a CI log: the console is made at import
+@pytest.mark.parametrize("verdict", ["pass", "fail", "inconclusive"])
+def test_piped_with_columns_set_every_line_fits(cprog_bundles, verdict: str) -> None:
+    """Piped, the table is 200 wide (a CI log); with COLUMNS set (a pager, a log viewer
+    that says its width) it fits that width, and still names the verdict and its reasons."""
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "report", str(cprog_bundles[verdict])],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    assert done.returncode == ExitCode.PASS, done.stdout + done.stderr
+    widths = [len(line.rstrip()) for line in done.stdout.splitlines()]
+    assert max(widths) <= 80, done.stdout
+    assert f"verdict: {verdict.upper()}" in done.stdout
