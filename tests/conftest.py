@@ -16,6 +16,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 E2E = ROOT / "tests" / "fixtures" / "e2e"
 
+# pytest-xdist's workers inherit COLUMNS=80, and csorch's piped output fits COLUMNS where
+# it is set: the in-process CLI tests read csorch as a CI log shows it (200 wide), and a
+# test that wants a width gives it (CliRunner's env, a child's environment)
+os.environ.pop("COLUMNS", None)
+
 #: the C-program experiments behind `cprog_bundles`, by the verdict each one gets
 CPROG_CONFIGS = {
     "pass": E2E / "c-oob.yaml",  # the fix removes the planted out-of-bounds read
