@@ -37,6 +37,14 @@ def command(level: str, message: str, **props: object) -> str:
     return f"::{level} {said}::{_data(message)}" if said else f"::{level}::{_data(message)}"
 
 
+def _what(props: Mapping[str, Any]) -> str:
+    """What showed: the checker of a finding, or the case of a test-outcome target (a
+    SARIF result of that kind names no checker)."""
+    if props.get("checker"):
+        return str(props["checker"])
+    return f"case {props['case']}" if props.get("case") else "an outcome"
+
+
 def render(
     results: Mapping[str, Any], manifest: Mapping[str, Any], *, root: Path | None = None
 ) -> str:
@@ -66,7 +74,7 @@ def render(
                 result["message"]["text"],
                 file=uri if uri != "." else "",
                 line=line,
-                title=f"csorch {name}: {props['checker']} in {props['variant']}",
+                title=f"csorch {name}: {_what(props)} in {props.get('variant', '')}",
             )
         )
     return "\n".join(lines) + "\n"
