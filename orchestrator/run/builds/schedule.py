@@ -5,10 +5,14 @@ wait for it to end, then compile only what differs (their other units are served
 the cache). Builds of different groups never wait for each other, and once a group's
 first build has ended nothing of that group waits again.
 
-Measured (docs/benchmarks.md): building the siblings together compiles every unit once
-per sibling; after the first, each compiles only its own files, which costs less wall
-time than the first build's share of the cores. `CSORCH_BUILD_SCHEDULE=together` starts
-every build at once, as without a compile cache."""
+Which order is the default was decided from measurement (docs/benchmarks.md,
+2026-12-05): on a 2-core host the gate took 137.5 s with a group's first build first and
+155 s with every build at once (276.9 s without the compile cache): there the siblings
+compete for the cores anyway, and compiling only what differs saves them. On a 16-core
+GPU host (H100) it took 97 s first-then-siblings and 69 s all at once (68 s without the
+compile cache): the waiting left cores idle. So the siblings wait only on a host with
+fewer than FEW_CORES CPUs. `CSORCH_BUILD_SCHEDULE=together` starts every build at once
+anywhere, `=first` orders them anywhere."""
 
 from __future__ import annotations
 
@@ -24,9 +28,16 @@ _lock = threading.Lock()
 _first: dict[Hashable, threading.Event] = {}
 
 
+FEW_CORES = 8
+
+
 def together() -> bool:
-    """Whether every build starts at once (`CSORCH_BUILD_SCHEDULE=together`)."""
-    return os.environ.get(ENV, "") == "together"
+    """Whether every build starts at once: `CSORCH_BUILD_SCHEDULE=together`, or, unless
+    it says `first`, a host of FEW_CORES CPUs or more."""
+    said = os.environ.get(ENV, "")
+    if said in ("together", "first"):
+        return said == "together"
+    return (os.cpu_count() or 1) >= FEW_CORES
 
 
 @contextmanager

@@ -76,3 +76,16 @@ def test_a_cancel_ends_the_wait() -> None:
         pass
     hold.set()
     lead.join(10)
+
+
+def test_the_default_order_follows_the_host_s_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(schedule.ENV, raising=False)
+    monkeypatch.setattr(schedule.os, "cpu_count", lambda: 2)
+    assert not schedule.together()  # few cores: siblings wait and compile what differs
+    monkeypatch.setattr(schedule.os, "cpu_count", lambda: 16)
+    assert schedule.together()  # many: waiting would leave cores idle
+    monkeypatch.setenv(schedule.ENV, "first")
+    assert not schedule.together()
+    monkeypatch.setenv(schedule.ENV, "together")
+    monkeypatch.setattr(schedule.os, "cpu_count", lambda: 2)
+    assert schedule.together()
