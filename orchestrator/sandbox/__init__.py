@@ -97,6 +97,9 @@ def allowed_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 #: where a build sees its source tree, whichever directory csorch copied it to (`seen_as`)
 BUILD_TREE = "/tmp/csorch-build/tree"
+#: where a build sees its own output directory (its objects, its compiler wrappers: the
+#: host compiler torch hands nvcc as -ccbin), whichever scratch directory holds it
+BUILD_OUT = "/tmp/csorch-build/out"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,11 @@ class CompileCache:
             # command line to relative ones, and sanitizer frames (results.json, SARIF)
             # would name '../../work/...' instead of the tree's file
             "CCACHE_STATSLOG": str(out / STATSLOG),
+            # a compiler is known by its bytes, not its modification time: the host
+            # compiler nvcc is given (-ccbin, a build's own stub, written anew by each
+            # build) is the same in every build, and a real compiler replaced in place is
+            # a new one
+            "CCACHE_COMPILERCHECK": "content",
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
             **({"CCACHE_REMOTE_STORAGE": self.remote.storage()} if self.remote else {}),
         }

@@ -16,7 +16,7 @@ from orchestrator.errors import BuildError
 from orchestrator.model import Environment, Variant
 from orchestrator.run.builds.compilecache import CompileCache
 from orchestrator.run.builds.wrappers import Wrappers
-from orchestrator.sandbox import BUILD_TREE, Sandbox
+from orchestrator.sandbox import BUILD_OUT, BUILD_TREE, Sandbox
 
 TAIL_LINES = 30
 DEFAULT_TIMEOUT = 3600.0
@@ -109,10 +109,13 @@ class Step:
         """A step writes only its cwd (csorch's copy of the source tree, or the build's
         output) and the build's output directory (its log's; the cache entry to be); with a
         compile cache, its storage directory too (only that one, never the build cache).
-        It sees the source tree at BUILD_TREE, whatever directory holds it: the same
-        paths in every variant's compiles (sandbox.Sandbox.aliases)."""
+        It sees the source tree at BUILD_TREE and the build's output at BUILD_OUT, whatever
+        directories hold them: the same paths in every variant's compiles, objects and
+        compiler wrappers (nvcc's -ccbin is one, and enters the compile cache's hash;
+        sandbox.Sandbox.aliases)."""
         cc = self.ctx.compile_cache
         box = Sandbox.of(cwd, self.log.parent, *(cc.writable() if cc is not None else ()))
+        box = box.seeing(self.log.parent, BUILD_OUT)
         return box.seeing(self.tree, BUILD_TREE) if self.tree is not None else box
 
     @property

@@ -116,12 +116,16 @@ def find_compilers(path: str, extra: Sequence[str] = ()) -> dict[str, str]:
     return found
 
 
-def _stub(python: str, config: Path, name: str) -> str:
-    # no shebang line of python's: one exec, the interpreter isolated and without site
+def _stub(python: str, name: str) -> str:
+    # no shebang line of python's: one exec, the interpreter isolated and without site.
+    # The config is found beside the stub ($0's directory), so every build's stub of one
+    # compiler is the same bytes: a compile cache that hashes the host compiler nvcc is
+    # given as -ccbin (a stub) hashes the same content in every build
     return (
         "#!/bin/sh\n"
+        'case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac\n'
         f"exec {shlex.quote(python)} -I -S {shlex.quote(str(SCRIPT))} "
-        f'{shlex.quote(str(config))} {shlex.quote(name)} "$@"\n'
+        f'"$here/{CONFIG}" {shlex.quote(name)} "$@"\n'
     )
 
 
@@ -164,7 +168,7 @@ def make(
         root=out,
     )
     for name in compilers:
-        files.atomic_write(directory / name, _stub(sys.executable, config, name), root=out)
+        files.atomic_write(directory / name, _stub(sys.executable, name), root=out)
         os.chmod(directory / name, 0o755)
     files.atomic_write(record, "", root=out)
     return Wrappers(directory, record, compilers, dict(launcher_env or {}))

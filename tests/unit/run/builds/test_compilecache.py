@@ -5,6 +5,7 @@ records its own hits and misses; turned off, nothing is cached."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,26 @@ def test_unsandboxed_debug_objects_stay_in_their_directory(
     finally:
         sandbox.probe.cache_clear()
     assert (done.compile_hits, done.compile_misses) == (0, UNITS)
+
+
+@pytest.mark.skipif(not sandbox.active(), reason="this host cannot sandbox")
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is absent")
+def test_nvcc_units_given_the_builds_own_host_compiler_are_shared(tmp_path: Path) -> None:
+    """torch hands nvcc the build's compiler stub as -ccbin, a path in the build's own
+    output directory, written anew by each build. Every build sees its output at one path
+    (BUILD_OUT) and every stub of one compiler is the same bytes, so a CUDA unit that did
+    not change serves the next variant."""
+    ctx = context(tmp_path, compile_cache=compilecache.make(tmp_path / "cache"))
+    cuda = (
+        MAKEFILE.replace("prog: $(OBJS)", "all: prog k.o\nprog: $(OBJS)")
+        + "k.o: k.cu\n\tnvcc -ccbin $(CC) -c k.cu -o k.o\n"
+    )
+    built = []
+    for name, changed in (("a", "1"), ("b", "2")):
+        root = subject(tmp_path / name, changed)
+        (root / "Makefile").write_text(cuda)
+        (root / "k.cu").write_text("__global__ void k(int *p) { p[threadIdx.x] = 1; }\n")
+        built.append(build.build(Variant(name, spec()), tree_of(root), ctx))
+    assert (built[0].compile_hits, built[0].compile_misses) == (0, UNITS + 1)
+    assert "k.cu" in built[1].units
+    assert (built[1].compile_hits, built[1].compile_misses) == (UNITS, 1)
