@@ -4,8 +4,8 @@
 #   nocc  --no-compile-cache (CSORCH_NO_COMPILE_CACHE=1): every unit compiled, as before
 #   cold  the compile cache on and empty
 #   warm  the compile cache as `cold` left it (a CI runner that keeps it)
-#   together  as cold, with CSORCH_BUILD_SCHEDULE=together (every build at once: the
-#         schedule decided from measurement)
+#   first  as cold, with CSORCH_BUILD_SCHEDULE=first (a group's first build before its
+#         siblings; the default only below 8 CPUs: the schedule decided from measurement)
 # then the reports of the cold run's bundles in every format, verify, each build's units
 # and compile cache hits/misses, and `doctor --json`.
 export PYTHONUNBUFFERED=1
@@ -16,7 +16,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 python3 -c "import typer; print('typer', typer.__version__)"; ccache --version | head -1
 t make setup > $L/setup.log 2>&1; tail -1 $L/setup.log
 PY=.venv/bin/python
-nvidia-smi --query-gpu=name --format=csv,noheader | tee $L/gpu.txt
+nvidia-smi --query-gpu=name --format=csv,noheader | tee $L/gpu.txt; nproc | tee -a $L/gpu.txt
 $PY -m orchestrator doctor --json > $L/doctor.json 2>&1; grep -E '"(sandbox|compile_cache)"' $L/doctor.json
 v() {  # v NAME [ENV=VALUE...]: make validate into /tmp/val-NAME with the cache /tmp/cache-NAME
   local name=$1; shift
@@ -37,7 +37,7 @@ v cold CSORCH_CACHE_DIR=/tmp/cache-cold
 # the warm run: an empty build cache holding only the cold run's compile cache
 mkdir -p /tmp/cache-warm && cp -a /tmp/cache-cold/ccache /tmp/cache-warm/
 v warm CSORCH_CACHE_DIR=/tmp/cache-warm
-v together CSORCH_CACHE_DIR=/tmp/cache-together CSORCH_BUILD_SCHEDULE=together
+v first CSORCH_CACHE_DIR=/tmp/cache-first CSORCH_BUILD_SCHEDULE=first
 cp /tmp/val-cold/gate.json $L/gate-cold.json; cp /tmp/val-warm/gate.json $L/gate-warm.json
 cp /tmp/val-cold/report.md $L/report-cold.md
 B=$(ls -d /tmp/val-cold/*/ | head -1)
