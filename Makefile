@@ -41,13 +41,17 @@ $(EXT_LIB): $(SETUP_STAMP) $(EXT_INPUTS)
 # ASan); exit 0 pass, 1 fail, 3 inconclusive. Bundles, gate.json and report.md in VALIDATE_OUT.
 # The attempts are sharded over every GPU of the host (VALIDATE_DEVICES=0 keeps one).
 # VALIDATE_RESUME=DIR continues a gate that was killed or interrupted in DIR instead.
+# VALIDATE_CARRY=DIR carries the verdicts of the gate in DIR where nothing executable
+# changed since (csorch gate --carry-from; docs/your-extension.md).
+VALIDATE_CARRY ?=
 VALIDATE_OUT ?= results/validate-$(shell date +%Y%m%d-%H%M%S)
 VALIDATE_DEVICES ?= all
 VALIDATE_RESUME ?=
 validate: setup
 ifeq ($(strip $(VALIDATE_RESUME)),)
 	$(PY) -m orchestrator gate configs/release-gate.yaml --backend auto \
-		--devices $(VALIDATE_DEVICES) --out $(VALIDATE_OUT)
+		--devices $(VALIDATE_DEVICES) --out $(VALIDATE_OUT) \
+		$(if $(strip $(VALIDATE_CARRY)),--carry-from $(VALIDATE_CARRY))
 else
 	$(PY) -m orchestrator gate --resume $(VALIDATE_RESUME)
 endif

@@ -11,7 +11,7 @@ from orchestrator.bundle.layout import MANIFEST, MANIFEST_SCHEMA, RESULTS, RESUL
 from orchestrator.errors import BundleError, DocumentError
 from orchestrator.files import field, read_json
 from orchestrator.judge.causality import Judgement
-from orchestrator.model import Attempt, Build, Experiment, SourceTree
+from orchestrator.model import Attempt, Build, Carried, Experiment, SourceTree
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Records:
     builds: tuple[Build, ...]
     attempts: tuple[Attempt, ...]
     judgement: Judgement | None
+    carried: Carried | None = None  # a verdict carried from a stored bundle
 
 
 def _each(results: Mapping[str, Any], key: str, make: Any, where: Path) -> tuple:
@@ -50,12 +51,18 @@ def records(results: Mapping[str, Any], where: Path | str = RESULTS) -> Records:
         judged = Judgement.from_dict(judgement) if judgement else None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DocumentError(where, "judgement", f"cannot be read back: {exc!r}") from None
+    carried = results.get("carried")
+    try:
+        carry = Carried.from_dict(carried) if carried is not None else None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DocumentError(where, "carried", f"cannot be read back: {exc!r}") from None
     return Records(
         exp,
         _each(results, "sources", SourceTree.from_dict, where),
         _each(results, "builds", Build.from_dict, where),
         _each(results, "attempts", Attempt.from_dict, where),
         judged,
+        carry,
     )
 
 

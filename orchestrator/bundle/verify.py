@@ -31,11 +31,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, rederive, signing
-from orchestrator.bundle.layout import COVERED, LOCK, LOGS, SIGNATURE
+from orchestrator.bundle import MANIFEST, MANIFEST_SCHEMA, RESULTS, carryproof, rederive, signing
+from orchestrator.bundle.layout import COVERED, COVERED_DIRS, LOCK, LOGS, SIGNATURE
+from orchestrator.bundle.read import records
 from orchestrator.cache import META
-from orchestrator.errors import BundleError
-from orchestrator.files import file_digest, load_json, special_kind
+from orchestrator.errors import BundleError, CsorchError
+from orchestrator.files import file_digest, load_json, read_json, special_kind
 from orchestrator.files import walk as files_walk
 from orchestrator.model.record import Record
 
@@ -63,6 +64,7 @@ class Kind(enum.Enum):
     FINDINGS = "findings"  # results.json's record of an attempt against its re-parsed logs
     GATE = "gate"  # a gate directory's own files (gate/manifest.py)
     BUNDLE = "bundle"  # an experiment bundle a gate judged (gate/manifest.py)
+    CARRY = "carry"  # a carried verdict's record, re-derived (bundle/carryproof.py)
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,10 @@ def _logs(root: Path, listed: Mapping[str, str]) -> list[Check]:
 def _files(root: Path, listed: Mapping[str, str]) -> list[Check]:
     checks = []
     for name, expected in sorted(listed.items()):
-        if name not in COVERED:
+        covered = name in COVERED or (
+            name.split("/", 1)[0] in COVERED_DIRS and "/" in name and _inside(root, name)
+        )
+        if not covered:
             checks.append(
                 Check(
                     Kind.FILE,
@@ -426,5 +431,17 @@ def verify(
         Check(Kind.FINDINGS, p.path, Status.MISMATCH, p.subject, detail=p.detail)
         for p in rederive.problems(root, set(logs))
     ]
+    checks += [Check(Kind.CARRY, what, Status.MISMATCH, detail=why) for what, why in _carried(root)]
     checks = signature(root, Kind.FILE, allowed, identity) + checks
     return Verification(root, bool(manifest.get("complete")), tuple(checks))
+
+
+def _carried(root: Path) -> list[tuple[str, str]]:
+    """A carried verdict's record re-derived (none where the verdict was not carried;
+    a results.json that cannot be read is rederive's to report)."""
+    try:
+        results = read_json(root / RESULTS)
+        recs = records(results, root / RESULTS)
+    except CsorchError:
+        return []
+    return carryproof.problems(root, results, recs)

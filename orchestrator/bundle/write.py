@@ -21,6 +21,7 @@ from typing import Any
 from orchestrator import __version__, files
 from orchestrator.bundle.layout import (
     COVERED,
+    COVERED_DIRS,
     MANIFEST,
     MANIFEST_SCHEMA,
     RESULTS,
@@ -30,7 +31,7 @@ from orchestrator.files import CONFIG, atomic_write, file_digest, regular_files
 from orchestrator.host import Host
 from orchestrator.judge.causality import Judgement
 from orchestrator.judge.tallies import CaseResult
-from orchestrator.model import Attempt, Build, Experiment, SourceTree
+from orchestrator.model import Attempt, Build, Carried, Experiment, SourceTree
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Snapshot:
     finished: str = ""
     complete: bool = False
     interrupted: bool = False
+    carried: Carried | None = None  # the verdict carried from a stored bundle (run/carried.py)
     command: list[str] = field(default_factory=lambda: list(sys.argv))  # the run's first
 
 
@@ -65,22 +67,32 @@ class Bundle:
 
     def _log_hashes(self) -> dict[str, str]:
         """sha256 of every log, recomputed only for files that changed since last time."""
-        out = {}
-        for path in regular_files(self.root / "logs"):
-            rel = path.relative_to(self.root).as_posix()
-            st = path.stat()
-            cached = self._hashes.get(rel)
-            if cached is None or cached[:2] != (st.st_size, st.st_mtime_ns):
-                cached = (st.st_size, st.st_mtime_ns, file_digest(path))
-                self._hashes[rel] = cached
-            out[rel] = cached[2]
-        return out
+        return {
+            path.relative_to(self.root).as_posix(): self._hashed(path)
+            for path in regular_files(self.root / "logs")
+        }
+
+    def _hashed(self, path: Path) -> str:
+        """sha256 of a file of the bundle, recomputed only when it changed since last time."""
+        rel = path.relative_to(self.root).as_posix()
+        st = path.stat()
+        cached = self._hashes.get(rel)
+        if cached is None or cached[:2] != (st.st_size, st.st_mtime_ns):
+            cached = (st.st_size, st.st_mtime_ns, file_digest(path))
+            self._hashes[rel] = cached
+        return cached[2]
 
     def _files(self) -> dict[str, str]:
-        """sha256 of the bundle's other files (the journal), so that nothing in it is unlisted."""
-        return {
+        """sha256 of the bundle's other files (the journal, the kept trees), so that
+        nothing in it is unlisted."""
+        out = {
             name: file_digest(self.root / name) for name in COVERED if (self.root / name).is_file()
         }
+        for top in COVERED_DIRS:
+            if (self.root / top).is_dir():
+                for path in regular_files(self.root / top):
+                    out[path.relative_to(self.root).as_posix()] = self._hashed(path)
+        return out
 
     def write(self, snap: Snapshot) -> None:
         with self._lock:
@@ -115,6 +127,7 @@ def results(snap: Snapshot) -> dict[str, Any]:
         "not_run": list(snap.not_run),
         "cases": _dicts(snap.cases),
         "judgement": judgement.to_dict() if judgement is not None else None,
+        "carried": snap.carried.to_dict() if snap.carried is not None else None,
     }
 
 

@@ -37,6 +37,7 @@ C_FAMILY = {".c": "c", ".h": "c++", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", 
 SAME_AST = "python: same AST without docstrings"
 SAME_TOKENS = "c-family: same tokens without comments"
 EXECUTABLE = "executable"
+NOT_SOURCE = "not Python nor C, C++ or CUDA source: read as executable"
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def classify(path: str, old: bytes | None, new: bytes | None) -> Change:
         return _python(path, old, new)
     if suffix in C_FAMILY:
         return _c_family(path, old, new, C_FAMILY[suffix])
-    return Change(path, EXECUTABLE, "not Python nor C, C++ or CUDA source: read as executable")
+    return Change(path, EXECUTABLE, NOT_SOURCE)
 
 
 # -- Python --------------------------------------------------------------------------

@@ -9,13 +9,25 @@ match execute the same code on the same data, whatever their line tables say.
 
 A file that is not ELF (a Python module a wheel installs) has no sections: its digest is
 the file's. A damaged ELF file raises NotELF, so it is compared as bytes, never trusted.
+`executes` gives one digest per built file, the one a build records per artifact: a
+Python module by its AST without docstrings, a wheel by its members.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import mmap
+import os
+import re
 import struct
+import zipfile
 from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from orchestrator import files
+from orchestrator.carry.classify import python_form
 
 ELF_MAGIC = b"\x7fELF"
 SHF_ALLOC = 0x2
@@ -91,3 +103,70 @@ def identity(data: bytes) -> dict[str, str]:
 def differences(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     """The sections whose digest differs, or that one side lacks ([] when the same)."""
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+#: a wheel's record of its members' hashes: derived from the members, executes nothing
+ZIP_SKIPPED = re.compile(r"^[^/]+\.dist-info/RECORD$")
+ZIP_MAGIC = b"PK\x03\x04"
+ZIPS = (".whl", ".zip", ".egg")
+MAX_MEMBER_BYTES = 1 << 30
+
+
+def executes(name: str, data: bytes | mmap.mmap) -> str:
+    """One digest of what the built file `name` (its bytes `data`) executes: an ELF
+    file's loaded sections; a Python module's AST without docstrings (the first proof's
+    form: a docstring copied into a package is no code); a zip archive (a wheel) by its
+    members, each so, its RECORD of hashes left out; anything else, its bytes."""
+    return hashlib.sha256(_form(name, data).encode()).hexdigest()
+
+
+def _form(name: str, data: bytes | mmap.mmap) -> str:
+    if data[:4] == ELF_MAGIC:
+        try:
+            return "elf\n" + "".join(f"{k}={v}\n" for k, v in sorted(digests(data).items()))
+        except NotELF:
+            pass
+    elif name.endswith((".py", ".pyi")):
+        try:
+            return "python\n" + python_form(data)
+        except (SyntaxError, ValueError, RecursionError):
+            pass
+    elif data[:4] == ZIP_MAGIC and name.endswith(ZIPS):
+        members = _members(bytes(data))
+        if members is not None:
+            return _zip_form(members)
+    return "bytes\n" + hashlib.sha256(data).hexdigest()
+
+
+def _zip_form(members: Mapping[str, str]) -> str:
+    return "zip\n" + "".join(f"{k}={v}\n" for k, v in sorted(members.items()))
+
+
+def _members(data: bytes | BinaryIO) -> dict[str, str] | None:
+    """Member name -> `executes` digest of a zip archive (None: not one this reads)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data) if isinstance(data, bytes) else data) as z:
+            out = {}
+            for info in z.infolist():
+                if info.is_dir() or ZIP_SKIPPED.match(info.filename):
+                    continue
+                if info.file_size > MAX_MEMBER_BYTES:
+                    return None
+                out[info.filename] = executes(info.filename, z.read(info))
+            return out
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
+        return None
+
+
+def executes_file(path: Path) -> str:
+    """`executes` of the file at `path`, mapped rather than read (a library of a GB)."""
+    with files.open_regular(path, files.BINARY) as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return executes(path.name, b"")
+        if path.name.endswith(ZIPS) and f.read(4) == ZIP_MAGIC:
+            members = _members(f)  # read member by member, never the archive whole
+            if members is not None:
+                return hashlib.sha256(_zip_form(members).encode()).hexdigest()
+            f.seek(0)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return executes(path.name, data)

@@ -120,6 +120,15 @@ CacheDir = Annotated[
         "else ~/.cache/csorch; scratch trees go in its work/)"
     ),
 ]
+CarryFrom = Annotated[
+    Path | None,
+    typer.Option(
+        "--carry-from",
+        help="a stored bundle or gate directory: where every changed file is proven not to "
+        "execute (comments, docstrings) and every built file executes the same, its verdict "
+        "carries and no attempt runs; else the run goes on as usual, saying why",
+    ),
+]
 NoCompileCache = Annotated[
     bool,
     typer.Option(

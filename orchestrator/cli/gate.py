@@ -14,6 +14,7 @@ from orchestrator.cli.common import (
     VERDICT_EXIT,
     Backend,
     CacheDir,
+    CarryFrom,
     CompileCacheRemote,
     ExecutorOpt,
     Jobs,
@@ -74,6 +75,7 @@ def gate_command(
             "--serial", help="run the experiments one after another (default: all at once)"
         ),
     ] = False,
+    carry_from: CarryFrom = None,
     sign: Annotated[
         Path | None,
         typer.Option(
@@ -105,6 +107,7 @@ def gate_command(
         cache=cache_dir,
         together=not serial,
         allow_unsandboxed=allow_unsandboxed,
+        carry_from=carry_from,
     )
     request = pipeline.Request(
         configs=tuple(configs or ()),

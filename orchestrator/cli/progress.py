@@ -22,7 +22,7 @@ from rich.progress import (
 
 from orchestrator import backends, sandbox
 from orchestrator.cli.common import err, out
-from orchestrator.model import Attempt, Build, Experiment
+from orchestrator.model import Attempt, Build, Carried, Experiment
 from orchestrator.model.job import Fanout, Job
 from orchestrator.report import provenance, table
 from orchestrator.run import runner
@@ -95,6 +95,13 @@ class Shown(Listener):
                 highlight=False,
                 soft_wrap=True,
             )
+
+    def carry_decided(self, carried: Carried | None, why_not: str) -> None:
+        if carried is not None:
+            said = f"[bold]carried[/]: {escape(carried.headline())}"
+        else:
+            said = f"not carried, running every attempt: {escape(why_not)}"
+        self.progress.console.print(f"  {escape(self.at)}{said}", highlight=False, soft_wrap=True)
 
     def attempt_placed(self, job: Job, phase: str, node: str) -> None:
         self.phases[job] = phase

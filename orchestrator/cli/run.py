@@ -17,6 +17,7 @@ from orchestrator.cli.common import (
     VERDICT_EXIT,
     Backend,
     CacheDir,
+    CarryFrom,
     CompileCacheRemote,
     ExecutorOpt,
     Jobs,
@@ -80,6 +81,7 @@ def run_command(
         Path | None,
         typer.Option(help="continue the run kept in this --out directory (killed or interrupted)"),
     ] = None,
+    carry_from: CarryFrom = None,
     sign: Annotated[
         Path | None,
         typer.Option(
@@ -105,6 +107,7 @@ def run_command(
         cache=cache_dir,
         cases=tuple(case or ()),
         keep_work=keep_work,
+        carry_from=carry_from,
     )
     asked = Request(
         configs=(config,) if config is not None else (),

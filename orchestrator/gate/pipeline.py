@@ -41,7 +41,7 @@ from orchestrator.gate.policy import (
     load_policy,
 )
 from orchestrator.model import Experiment, Verdict
-from orchestrator.run import journal, options, places, runner
+from orchestrator.run import carried, journal, options, places, runner
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.options import Options
 from orchestrator.run.request import (  # noqa: F401 (GATE_RUN: where a gate is kept)
@@ -232,6 +232,7 @@ def _options(
                 fanout=settings.fanout,
                 executor=executor,
                 resume=resume and not fresh(target),
+                carry_from=carried.source_for(settings.carry_from, experiment.name),
             )
         )
     return made
@@ -291,6 +292,7 @@ def run(
             "--sign KEY gives another)",
         )
     plan = load(request.configs, settings)
+    carried.check_source(settings.carry_from, request.out, request.resume is not None)
     places.check_directory(settings.cache, "--cache-dir")
     places.check_cache(settings.cache, places.sources(plan.experiments))
     runs: list[runner.RunResult] = []

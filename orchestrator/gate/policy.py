@@ -45,6 +45,7 @@ from orchestrator.gate import allowances
 from orchestrator.gate.allowances import Allowance
 from orchestrator.model import Attempt, Checker, Experiment, Verdict
 from orchestrator.model.record import Record
+from orchestrator.model.results import CARRIED_PREFIX
 
 GATE_TOP = {
     "name": "the gate's name",
@@ -341,16 +342,21 @@ def decide(
     unsure = [f"experiment {name}: no results (not in the bundles given)" for name in missing]
     unsure += list(broken)
     verdicts = []
+    carried: list[str] = []  # the experiments whose verdict was carried (run/carried.py)
     for j in judged:
         name = j.experiment.name
         verdict, reasons = j.judgement.verdict, j.judgement.reasons
         if j.problems:
             verdict, reasons = Verdict.INCONCLUSIVE, j.problems + reasons
         verdicts.append(ExperimentVerdict(name, verdict, tuple(reasons), j.bundle))
+        # a carried verdict's first reason says so; the one it was judged by comes after
+        said = [r for r in reasons if not r.startswith(CARRIED_PREFIX)]
+        if any(r.startswith(CARRIED_PREFIX) for r in reasons):
+            carried.append(name)
         if verdict is Verdict.FAIL:
-            fails.append(f"{name}: the fix is not causal: {reasons[0]}")
+            fails.append(f"{name}: the fix is not causal: {said[0] if said else '-'}")
         elif verdict is Verdict.INCONCLUSIVE:
-            unsure.append(f"{name}: inconclusive: {reasons[0] if reasons else 'no reason given'}")
+            unsure.append(f"{name}: inconclusive: {said[0] if said else 'no reason given'}")
     expired = [a for a in policy.allow if a.expired(today)]
     fails += [
         f"{a.label()} expired on {a.expires} (reason given: {a.reason}): fix the finding, "
@@ -402,6 +408,13 @@ def decide(
         verdict = Verdict.PASS
         reasons = [f"{len(judged)} experiment(s) causal"] + [
             f"{c.checker.value} caught {', '.join(c.caught_by)}" for c in live
+        ]
+    if carried:  # the first line says so, as each carried experiment's own does
+        reasons = [
+            f"{CARRIED_PREFIX}stored bundles for {len(carried)} of {len(judged)} "
+            f"experiment(s): {', '.join(carried)} (no attempt of theirs ran; each one's "
+            "first reason names its bundle and the files that changed)",
+            *reasons,
         ]
     return GateResult(
         policy.name,

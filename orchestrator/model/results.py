@@ -32,6 +32,10 @@ class Artifact(Record):
     path: str  # relative to the build directory or the install prefix
     sha256: str
     size: int
+    #: what it executes, as one digest (carry/sections.executes: an ELF file's loaded
+    #: sections, a Python module's AST without docstrings, a wheel by its members);
+    #: "" where not recorded (a bundle of an older csorch)
+    executes: str = ""
 
 
 @dataclass(frozen=True)
@@ -292,3 +296,56 @@ class ToolInfo(Record):
     name: str
     path: str
     version: str
+
+
+@dataclass(frozen=True)
+class CarriedFile(Record):
+    """A file that changed between the stored trees and this run's, and why it does not
+    count (carry/classify)."""
+
+    tree: str  # a variant's name, or "cases" (the case files outside every tree)
+    path: str
+    kind: str  # classify.SAME_AST or classify.SAME_TOKENS
+
+
+@dataclass(frozen=True)
+class CarriedBinary(Record):
+    """A built file of this run whose `Artifact.executes` equals the stored build's."""
+
+    variant: str
+    path: str
+    executes: str
+
+
+#: how a carried verdict's first reason begins (`Carried.headline`)
+CARRIED_PREFIX = "evidence carried from "
+
+
+@dataclass(frozen=True)
+class Carried(Record):
+    """A verdict carried from a stored bundle (`csorch run --carry-from`): its attempts
+    are that bundle's, judged again; both proofs held for every variant and case file."""
+
+    source: str  # the stored bundle, as given
+    manifest_sha256: str  # of its manifest.json, when the verdict was carried
+    verdict: str  # its verdict (a carried one is never stronger)
+    #: (tree name, the stored tree's digest): every variant's, and "cases"
+    trees: tuple[tuple[str, str], ...] = ()
+    files: tuple[CarriedFile, ...] = ()
+    binaries: tuple[CarriedBinary, ...] = ()
+
+    def headline(self) -> str:
+        """The first line every report gives a carried verdict."""
+        if not self.files:
+            changed = "no file changed"
+        else:
+            where: dict[tuple[str, str], list[str]] = {}
+            for f in self.files:  # one patch shared by every variant: named once
+                where.setdefault((f.path, f.kind), []).append(f.tree)
+            named = ", ".join(
+                f"{p} in {', '.join(t)} ({k})" for (p, k), t in list(where.items())[:6]
+            )
+            more = f" and {len(where) - 6} more" if len(where) > 6 else ""
+            changed = f"{len(where)} file(s) changed, none executable: {named}{more}"
+        same = f"{len(self.binaries)} built file(s) execute the same"
+        return f"{CARRIED_PREFIX}{self.source} (no attempt ran): {changed}; {same}"

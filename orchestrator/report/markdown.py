@@ -306,7 +306,8 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any], where: str =
     experiment = records.experiment
     tools = {a.run: a.checker for a in records.attempts}
     verdict = results.get("verdict") or "not judged"
-    lines = [f"## Validation: `{experiment.name}`: {verdict.upper()}", ""]
+    carried = " (carried: no attempt ran)" if records.carried is not None else ""
+    lines = [f"## Validation: `{experiment.name}`: {verdict.upper()}{carried}", ""]
     if experiment.description:
         lines += [f"> {esc(experiment.description)}", ""]
     lines += _verdict(results, records.judgement)

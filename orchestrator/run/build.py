@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orchestrator import files
 from orchestrator.cache import key
+from orchestrator.carry import sections
 from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, Distribution, SourceTree, Variant
@@ -87,7 +88,8 @@ def _artifacts(entry: Path, relpaths: list[str]) -> tuple[Artifact, ...]:
     for rel in dict.fromkeys(relpaths):
         path = entry / rel
         if path.is_file() and not path.is_symlink():
-            out.append(Artifact(rel, file_digest(path), path.stat().st_size))
+            size = path.stat().st_size
+            out.append(Artifact(rel, file_digest(path), size, sections.executes_file(path)))
     return tuple(out)
 
 

@@ -8,7 +8,7 @@ Build and attempt events come from worker threads; the rest from the calling thr
 from __future__ import annotations
 
 from orchestrator.backends import Choice
-from orchestrator.model import Attempt, Build, Experiment
+from orchestrator.model import Attempt, Build, Carried, Experiment
 from orchestrator.model.job import Fanout, Job
 
 
@@ -33,6 +33,9 @@ class Listener:
     def build_finished(self, build: Build) -> None: ...
     def attempt_started(self, job: Job) -> None: ...
     def attempt_finished(self, attempt: Attempt) -> None: ...
+    def carry_decided(self, carried: Carried | None, why_not: str) -> None:
+        """--carry-from: the stored verdict carries (its record), or why not."""
+
     def attempt_placed(self, job: Job, phase: str, node: str) -> None:
         """A cluster executor's job moved to `phase` (queued, running, done) on `node`."""
 

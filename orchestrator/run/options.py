@@ -57,6 +57,8 @@ class Options:
     compile_cache: bool = True  # ccache under the builds where found (--no-compile-cache)
     executor: Executor | None = None  # None: local child processes
     resume: bool = False  # continue the run journaled in `out`
+    #: a stored bundle whose verdict this run carries where nothing executable changed
+    carry_from: Path | None = None
     selected: tuple[str, ...] = ()  # the --case names (kept for a resume)
     # set by a caller running several pipelines in threads: stops this one as Ctrl-C does
     stop: threading.Event | None = None

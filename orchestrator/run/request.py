@@ -27,7 +27,7 @@ from orchestrator.files import atomic_write, load_json
 from orchestrator.model import Experiment
 from orchestrator.model.job import Fanout
 from orchestrator.model.record import Record
-from orchestrator.run import journal, options, places, runner
+from orchestrator.run import carried, journal, options, places, runner
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.options import Options
 
@@ -59,6 +59,9 @@ class Settings(Record):
     # the SSH key a gate signs its manifest with (`gate --sign`), kept so that its
     # resume signs again
     sign: Path | None = None
+    # a stored bundle (run) or gate directory (run, gate) whose verdicts carry where this
+    # run's trees and builds change nothing executable (run/carried.py)
+    carry_from: Path | None = None
 
     def over(self, saved: Settings) -> Settings:
         """These settings (given again) over `saved` ones: each one given (not left at its
@@ -206,6 +209,7 @@ def prepare(request: Request) -> Prepared:
         raise CsorchError("give CONFIG (or --resume OUT)", hint="csorch run CONFIG [--out DIR]")
     s, resuming, out = request.settings, request.resume is not None, request.out
     options.check_backend(s.backend)
+    carried.check_source(s.carry_from, out, resuming)
     if not resuming and out is not None:
         check_new(out, "run")
     places.check_directory(s.cache, "--cache-dir")
@@ -234,6 +238,7 @@ def prepare(request: Request) -> Prepared:
         executor=runner,
         resume=resuming,
         selected=s.cases,
+        carry_from=carried.source_for(s.carry_from, experiment.name),
     )
     return Prepared(experiment, made, facts, choice)
 

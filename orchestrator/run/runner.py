@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrator import backends, cache, judge
-from orchestrator.bundle import Bundle, Snapshot
+from orchestrator.bundle import Bundle, Snapshot, trees
 from orchestrator.errors import BuildError, CsorchError, HostMismatch
 from orchestrator.executors import execute
 from orchestrator.executors.base import Executor
@@ -40,7 +40,7 @@ from orchestrator.host import Facts
 from orchestrator.judge import tallies
 from orchestrator.model import Attempt, Build, CasesFrom, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
-from orchestrator.run import build, contexts, environment, lock, resume
+from orchestrator.run import build, carried, contexts, environment, lock, resume, sources
 from orchestrator.run.cases import cases_root
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.journal import Journal
@@ -143,6 +143,10 @@ class _Run:
         )
         self.build_ctx, self.exec_ctx = made.build, made.execute
         self.pool: cf.ThreadPoolExecutor | None = None  # the job slots' pool, once driven
+        # the bytes of sources the bundle may still keep (bundle/trees.py), for every tree
+        self.keep_budget = [trees.MAX_KEPT_BYTES]
+        # --carry-from: each built variant waits here until every variant is built
+        self.waiting: list[tuple[Variant, Build]] = []
         self.executor: Executor = options.executor or Local(self.submit)
 
     def settle(self) -> None:
@@ -175,6 +179,9 @@ class _Run:
         root = self.bundle.root
         # before the journal is read or anyone's children stopped: one session at a time
         self.held = lock.hold(root)
+        found = carried.case_files(self.experiment)
+        with self.lock:
+            trees.store(root, trees.CASES, carried.case_listing(found), found, self.keep_budget)
         ident = resume.identity(self.experiment, self.options)
         if not self.options.resume:
             self.journal = Journal.create(
@@ -201,6 +208,7 @@ class _Run:
         tree = None
         try:
             tree = self.workspace.materialize(variant, self.experiment.source_for(variant))
+            self.keep(tree)
             done = build.build(variant, tree, self.build_ctx)
             if self.experiment.cases_from is CasesFrom.VARIANT:
                 done = dataclasses.replace(done, cases_root=cases_root(self.experiment, tree))
@@ -217,6 +225,14 @@ class _Run:
             done = Build(variant.name, variant.build.kind, ok=False, error=str(exc))
         has_log = (self.bundle.root / log).exists()
         return tree, dataclasses.replace(done, log=log if has_log else None)
+
+    def keep(self, tree: SourceTree) -> None:
+        """Keep the tree the variant is built from in the bundle (bundle/trees.py), before
+        its build may write into it: what a later run carries this verdict against."""
+        listing = sources.listing(tree.root)
+        where = {p: tree.root / p for p in listing}
+        with self.lock:
+            trees.store(self.bundle.root, tree.variant, listing, where, self.keep_budget)
 
     def forget(self, job: Job) -> None:
         """On resume, drop what an earlier session left of a job that is not kept."""
@@ -258,6 +274,13 @@ class _Run:
         except HostMismatch:
             self.discard(list(pending))
             raise
+        self.wait(pending)
+        if self.waiting:  # --carry-from: every variant is built
+            self.wait(self.carry())
+
+    def wait(self, pending: dict[cf.Future, object]) -> None:
+        """Until every build and batch of attempts in `pending` is done (a build hands
+        its attempts on, `built`)."""
         stop = self.options.stop
         while pending:
             finished, _ = cf.wait(
@@ -283,6 +306,43 @@ class _Run:
         assert self.journal is not None
         self.journal.record_build(built, tree)
         self.record(builds=built, **({"sources": tree} if tree else {}))
+        if self.options.carry_from is not None:
+            self.waiting.append((variant, built))  # the verdict may carry: decided at the end
+            return None
+        return self.hand_on(variant, built, reuse)
+
+    def carry(self) -> dict[cf.Future, object]:
+        """Every variant built: carry the stored verdict (its attempts recorded as this
+        run's, their logs copied) or, naming why not, hand every variant's attempts on."""
+        assert self.options.carry_from is not None
+        decision = carried.decide(
+            self.options.carry_from,
+            self.bundle.root,
+            self.experiment,
+            self.jobs,
+            self.snap.sources,
+            self.snap.builds,
+            self.snap.backend,
+            self.snap.host.to_dict(),
+        )
+        self.events.carry_decided(decision.carried, decision.why_not)
+        waiting, self.waiting = self.waiting, []
+        if decision.carried is None:
+            pending: dict[cf.Future, object] = {}
+            for variant, built in waiting:
+                batch = self.hand_on(variant, built, reuse=False)
+                if batch is not None:
+                    pending[batch] = _Batch(variant.name)
+            return pending
+        carried.copy_evidence(Path(self.options.carry_from), self.bundle.root, decision)
+        with self.lock:
+            self.snap.carried = decision.carried
+        for attempt in decision.attempts:
+            self.finish_attempt(attempt)
+        return {}
+
+    def hand_on(self, variant: Variant, built: Build, reuse: bool) -> cf.Future | None:
+        """Hand a built variant's attempts to the executor (see `built`)."""
         jobs = []
         for job in (j for j in self.jobs if j.variant == variant.name):
             if reuse and slot(job) in self.kept:
@@ -323,6 +383,8 @@ class _Run:
         else:
             failed = judge.failed_builds(self.snap.builds)
             judgement = judge.causality(self.experiment, self.snap.attempts, failed)
+        if self.snap.carried is not None:
+            judgement = carried.judged(self.snap.carried, judgement)
         with self.lock:
             self.snap.cases = list(tallies.case_results(self.snap.attempts))
             self.snap.judgement = judgement

@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 
 from orchestrator import files, proc
+from orchestrator.bundle import trees
 from orchestrator.errors import PatchError, ProcessStartError, SourceError
 from orchestrator.files import MAX_DEPTH, PATCH, TooDeep, file_digest, special_kind, walk
 from orchestrator.model import PatchRecord, SourceKind, SourceSpec, SourceTree, Variant
@@ -86,27 +87,27 @@ def _walk(root: Path):
                 yield (Path(dirpath) / name).relative_to(root)
 
 
+def walk_source(root: Path):
+    """The relative paths of the files under `root` that a source tree's listing names."""
+    return _walk(root)
+
+
+def entry(path: Path) -> str:
+    """A file's listing entry: "mode:sha256" (a symlink: "l:" and its target name's)."""
+    if path.is_symlink():
+        return "l:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
+    mode = "x" if path.stat().st_mode & stat.S_IXUSR else "-"
+    return f"{mode}:{file_digest(path)}"
+
+
 def listing(root: Path) -> dict[str, str]:
     """relative path -> "mode:sha256" (a symlink hashes its target's name)."""
-    out = {}
-    for rel in _walk(root):
-        path = root / rel
-        if path.is_symlink():
-            target = os.fsencode(os.readlink(path))
-            out[rel.as_posix()] = "l:" + hashlib.sha256(target).hexdigest()
-        else:
-            mode = "x" if path.stat().st_mode & stat.S_IXUSR else "-"
-            out[rel.as_posix()] = f"{mode}:{file_digest(path)}"
-    return out
+    return {rel.as_posix(): entry(root / rel) for rel in _walk(root)}
 
 
 def tree_digest(root: Path) -> str:
     """sha256 over the sorted relative paths, modes and contents of a tree."""
-    h = hashlib.sha256()
-    for rel, entry in sorted(listing(root).items()):
-        # a name need not be UTF-8 (Linux names are bytes): its own bytes, as read
-        h.update(os.fsencode(f"{rel}\0{entry}\n"))
-    return h.hexdigest()
+    return trees.digest(listing(root))
 
 
 def check_links(tree: Path, source: str) -> None:
