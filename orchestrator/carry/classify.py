@@ -121,12 +121,26 @@ _TOKEN = re.compile(
 )
 
 
+INCLUDES = ("include", "include_next", "import")
+
+
 def tokens(text: str) -> list[str]:
-    """The token stream of comment-free C-family `text`: literals whole, a NEWLINE token
-    at the end of each directive line, other whitespace dropped."""
+    """The token stream of comment-free C-family `text`: literals whole, an include's
+    <header name> whole (a space in it is part of the name), a NEWLINE token at the end
+    of each directive line, other whitespace dropped."""
     out: list[str] = []
     line_start, directive = True, False
-    for m in _TOKEN.finditer(text):
+    pos = 0
+    while pos < len(text):
+        if directive and text[pos] == "<" and len(out) >= 2 and out[-1] in INCLUDES:
+            end = text.find(">", pos, _line_end(text, pos))
+            end = end + 1 if end >= 0 else _line_end(text, pos)
+            out.append(text[pos:end])
+            pos = end
+            continue
+        m = _TOKEN.match(text, pos)
+        assert m is not None  # `other` takes any one character
+        pos = m.end()
         kind = m.lastgroup
         if kind in ("space", "splice"):
             continue
@@ -143,7 +157,29 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+def _line_end(text: str, pos: int) -> int:
+    end = text.find("\n", pos)
+    return end if end >= 0 else len(text)
+
+
+_SPLICE = re.compile(rb"\\\r?\n")
+_RAW = re.compile(rb'(?:u8|u|U|L)?R"')
+
+
+def _spliced(source: bytes) -> bytes:
+    """`source` with its backslash-newlines removed, as the compiler's second phase does
+    before anything else (gcc -fpreprocessed keeps a `//` comment's, so the line it joins
+    to the comment would count as code); OSError beside a raw string literal, where the
+    compiler undoes the splice."""
+    if not _SPLICE.search(source):
+        return source
+    if _RAW.search(source):
+        raise OSError("a line splice beside a raw string literal: not read")
+    return _SPLICE.sub(b"", source)
+
+
 def _uncommented(source: bytes, language: str) -> str:
+    source = _spliced(source)
     gcc = shutil.which("gcc")
     if gcc is None:
         raise OSError("no gcc on PATH to remove the comments")

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import files
-from orchestrator.bundle import trees, verify
+from orchestrator.bundle import trees, trust
 from orchestrator.bundle.layout import LOGS, MANIFEST
-from orchestrator.bundle.read import read, records
 from orchestrator.carry import classify, sections
 from orchestrator.errors import CsorchError
 from orchestrator.judge import Judgement
@@ -132,15 +131,14 @@ def _decide(
     host: Mapping[str, Any],
 ) -> Decision:
     source = Path(source)
-    try:
-        checked = verify.verify(source)
-        results, manifest = read(source)
-        recs = records(results, source / "results.json")
+    try:  # the one way a stored bundle is read: verified, complete, its config's own
+        stored = trust.load_trusted(source)
     except CsorchError as exc:
         raise _NotCarried(f"{source} cannot be read as a bundle: {exc}") from None
-    if not checked.ok:
-        bad = next(c for c in checked.checks if c.status in verify.FAILING)
-        raise _NotCarried(f"{source} does not verify: {bad.path}: {bad.detail or bad.status.value}")
+    if not stored.ok:
+        raise _NotCarried(f"{source} is not trusted: {stored.reasons[0]}")
+    results, manifest, recs = stored.results, stored.manifest, stored.records
+    assert results is not None and manifest is not None and recs is not None
     if not results.get("complete") or results.get("interrupted"):
         raise _NotCarried(f"{source} is not a complete run")
     _same_experiment(recs.experiment, experiment)
