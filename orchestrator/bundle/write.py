@@ -27,7 +27,7 @@ from orchestrator.bundle.layout import (
     RESULTS,
     RESULTS_SCHEMA,
 )
-from orchestrator.files import CONFIG, atomic_write, file_digest, regular_files
+from orchestrator.files import CONFIG, PARTIAL_RE, atomic_write, file_digest, regular_files
 from orchestrator.host import Host
 from orchestrator.judge.causality import Judgement
 from orchestrator.judge.tallies import CaseResult
@@ -91,7 +91,12 @@ class Bundle:
         for top in COVERED_DIRS:
             if (self.root / top).is_dir():
                 for path in regular_files(self.root / top):
-                    out[path.relative_to(self.root).as_posix()] = self._hashed(path)
+                    if PARTIAL_RE.match(path.name):
+                        continue  # a file being written: listed once it is renamed in
+                    try:
+                        out[path.relative_to(self.root).as_posix()] = self._hashed(path)
+                    except FileNotFoundError:
+                        continue  # renamed in since the walk: the next write lists it
         return out
 
     def write(self, snap: Snapshot) -> None:

@@ -158,7 +158,8 @@ class _Run:
         uuids = () if "CUDA_VISIBLE_DEVICES" in dict(host.env) else host.gpu_uuids
         self.exec_ctx = dataclasses.replace(self.exec_ctx, gpu_uuids=uuids)
         self.settled = True
-        self.bundle.write(self.snap)
+        with self.lock:  # the builds' workers keep their trees in the bundle meanwhile
+            self.bundle.write(self.snap)
 
     def discard(self, builds: list[cf.Future]) -> None:
         """After a HostMismatch: stop the builds and drop the cache entries they made."""
