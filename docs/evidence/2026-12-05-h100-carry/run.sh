@@ -14,7 +14,7 @@ t make setup > $L/setup.log 2>&1; tail -1 $L/setup.log
 PY=.venv/bin/python
 { nvidia-smi --query-gpu=name --format=csv,noheader; nproc; } | tee $L/gpu.txt
 ( export CSORCH_CACHE_DIR=/tmp/c1; t make validate VALIDATE_OUT=/tmp/base ) > $L/base.log 2>&1; tail -1 $L/base.log
-sh docs/evidence/2026-12-05-h200-carry/comment-edit.sh . && git diff --stat -- ext | tee $L/head.diffstat
+sh docs/evidence/2026-12-05-h100-carry/comment-edit.sh . && git diff --stat -- ext | tee $L/head.diffstat
 ( export CSORCH_CACHE_DIR=/tmp/c1; t make validate VALIDATE_OUT=/tmp/carried VALIDATE_CARRY=/tmp/base ) > $L/carried.log 2>&1; tail -1 $L/carried.log
 mkdir -p /tmp/c2 && cp -a /tmp/c1/ccache /tmp/c2/
 ( export CSORCH_CACHE_DIR=/tmp/c2; t make validate VALIDATE_OUT=/tmp/headfull ) > $L/headfull.log 2>&1; tail -1 $L/headfull.log
