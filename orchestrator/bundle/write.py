@@ -21,13 +21,12 @@ from typing import Any
 from orchestrator import __version__, files
 from orchestrator.bundle.layout import (
     COVERED,
-    COVERED_DIRS,
     MANIFEST,
     MANIFEST_SCHEMA,
     RESULTS,
     RESULTS_SCHEMA,
 )
-from orchestrator.files import CONFIG, PARTIAL_RE, atomic_write, file_digest, regular_files
+from orchestrator.files import CONFIG, atomic_write, file_digest, regular_files
 from orchestrator.host import Host
 from orchestrator.judge.causality import Judgement
 from orchestrator.judge.tallies import CaseResult
@@ -64,6 +63,7 @@ class Bundle:
         files.make_dirs(self.root / "logs", root=self.root)  # never a link planted there
         self._lock = threading.Lock()
         self._hashes: dict[str, tuple[int, int, str]] = {}
+        self._covered: set[str] = set()  # files beside the logs the manifest lists (`cover`)
 
     def _log_hashes(self) -> dict[str, str]:
         """sha256 of every log, recomputed only for files that changed since last time."""
@@ -82,21 +82,19 @@ class Bundle:
             self._hashes[rel] = cached
         return cached[2]
 
+    def cover(self, paths: list[str]) -> None:
+        """Have the manifest list these files too (bundle-relative: the kept trees,
+        bundle/trees.py), from the next write on."""
+        with self._lock:
+            self._covered.update(paths)
+
     def _files(self) -> dict[str, str]:
         """sha256 of the bundle's other files (the journal, the kept trees), so that
         nothing in it is unlisted."""
         out = {
             name: file_digest(self.root / name) for name in COVERED if (self.root / name).is_file()
         }
-        for top in COVERED_DIRS:
-            if (self.root / top).is_dir():
-                for path in regular_files(self.root / top):
-                    if PARTIAL_RE.match(path.name):
-                        continue  # a file being written: listed once it is renamed in
-                    try:
-                        out[path.relative_to(self.root).as_posix()] = self._hashed(path)
-                    except FileNotFoundError:
-                        continue  # renamed in since the walk: the next write lists it
+        out.update((rel, self._hashed(self.root / rel)) for rel in sorted(self._covered))
         return out
 
     def write(self, snap: Snapshot) -> None:

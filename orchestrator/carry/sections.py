@@ -23,6 +23,7 @@ import re
 import struct
 import zipfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -40,40 +41,69 @@ class NotELF(ValueError):
     """The bytes are not an ELF file this reader takes (or a damaged one)."""
 
 
-def digests(data: bytes) -> dict[str, str]:
-    """Section name -> sha256 (of the content; `size:N` where it has none) of every
-    loaded section of the ELF file `data`; NotELF where it is none."""
+@dataclass(frozen=True)
+class Table:
+    """An ELF file's section headers as read (run/binaries reads the same table)."""
+
+    wide: bool  # 64 bit
+    order: str  # struct's byte order: "<" or ">"
+    #: each section's raw header: (name, type, flags, addr, offset, size, link, ...)
+    headers: tuple[tuple[int, ...], ...]
+    names: bytes  # the section name table (b"" where its index is out of range)
+
+    def body(self, data: bytes, header: tuple[int, ...]) -> bytes:
+        """A section's bytes (cut at the file's end)."""
+        return data[header[4] : header[4] + header[5]]
+
+
+def table(data: bytes) -> Table:
+    """The section headers of the ELF file `data` (none where it has no section table);
+    NotELF where it is no ELF file, or one of a class, byte order or header size this
+    reader does not take."""
     if data[:4] != ELF_MAGIC or len(data) < 64:
         raise NotELF("no ELF header")
-    klass, order = data[4], data[5]
-    if klass not in (1, 2) or order not in (1, 2):
+    klass, endian = data[4], data[5]
+    if klass not in (1, 2) or endian not in (1, 2):
         raise NotELF("an ELF class or byte order this reader does not know")
-    end = "<" if order == 1 else ">"
+    order = "<" if endian == 1 else ">"
     wide = klass == 2
     try:
         if wide:
-            (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
-            shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
-            fmt = end + "IIQQQQIIQQ"
+            (shoff,) = struct.unpack_from(order + "Q", data, 0x28)
+            shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x3A)
+            fmt = order + "IIQQQQIIQQ"
         else:
-            (shoff,) = struct.unpack_from(end + "I", data, 0x20)
-            shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x2E)
-            fmt = end + "IIIIIIIIII"
-        if shnum == 0 or shnum > MAX_SECTIONS or shentsize < struct.calcsize(fmt):
+            (shoff,) = struct.unpack_from(order + "I", data, 0x20)
+            shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x2E)
+            fmt = order + "IIIIIIIIII"
+        if shnum > MAX_SECTIONS or (shnum and shentsize < struct.calcsize(fmt)):
             raise NotELF("no section table this reader takes")
-        headers = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
-        names = headers[shstrndx]
-        strtab = data[names[4] : names[4] + names[5]]
-    except (struct.error, IndexError) as exc:
+        headers = tuple(struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum))
+    except struct.error as exc:
         raise NotELF(f"a damaged section table ({exc})") from None
+    names = b""
+    if shstrndx < len(headers):
+        names = data[headers[shstrndx][4] : headers[shstrndx][4] + headers[shstrndx][5]]
+    return Table(wide, order, headers, names)
+
+
+def name_at(strings: bytes, offset: int) -> str:
+    """The NUL-ended string at `offset` of a string table."""
+    end = strings.find(b"\0", offset)
+    return strings[offset : end if end >= 0 else len(strings)].decode("utf-8", "replace")
+
+
+def digests(data: bytes) -> dict[str, str]:
+    """Section name -> sha256 (of the content; `size:N` where it has none) of every
+    loaded section of the ELF file `data`; NotELF where it is none."""
+    elf = table(data)
+    if not elf.headers or not elf.names:
+        raise NotELF("no section table this reader takes")
     found: dict[str, str] = {}
-    for name_at, kind, flags, _addr, offset, size, *_ in headers:
+    for name_offset, kind, flags, _addr, offset, size, *_ in elf.headers:
         if not flags & SHF_ALLOC:
             continue
-        end_of_name = strtab.find(b"\0", name_at)
-        name = strtab[name_at : end_of_name if end_of_name >= 0 else None].decode(
-            "utf-8", errors="replace"
-        )
+        name = name_at(elf.names, name_offset)
         if name in SKIPPED:
             continue
         if kind == SHT_NOBITS:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import files
+from orchestrator.carry import sections
 from orchestrator.model import Build, BuildKind, Variant
 
-ELF_MAGIC = b"\x7fELF"
 SHT_DYNSYM, SHT_DYNAMIC = 11, 6
 DT_NEEDED = 1
 DEVICE_SECTIONS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment")
@@ -45,53 +45,38 @@ class Elf:
         return any(s in DEVICE_SECTIONS for s in self.sections)
 
 
-def _cstr(table: bytes, offset: int) -> str:
-    end = table.find(b"\0", offset)
-    return table[offset : end if end >= 0 else len(table)].decode("utf-8", "replace")
-
-
 def read_elf(data: bytes) -> Elf | None:
     """The sections, dynamic symbols and needed libraries of an ELF image (32 or 64 bit,
-    either byte order); None when `data` is not ELF or is malformed."""
-    if len(data) < 64 or not data.startswith(ELF_MAGIC):
-        return None
-    wide, order = data[4] == 2, "<" if data[5] == 1 else ">"
+    either byte order; its section table read by carry/sections.table); None when `data`
+    is not ELF or is malformed."""
     try:
-        if wide:
-            (shoff,) = struct.unpack_from(order + "Q", data, 0x28)
-            shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x3A)
-            shdr = order + "IIQQQQIIQQ"
-        else:
-            (shoff,) = struct.unpack_from(order + "I", data, 0x20)
-            shentsize, shnum, shstrndx = struct.unpack_from(order + "HHH", data, 0x2E)
-            shdr = order + "IIIIIIIIII"
-        headers = [struct.unpack_from(shdr, data, shoff + i * shentsize) for i in range(shnum)]
-
-        def body(h: tuple) -> bytes:  # (name, type, flags, addr, offset, size, link, ...)
-            return data[h[4] : h[4] + h[5]]
-
-        names = body(headers[shstrndx]) if shstrndx < len(headers) else b""
-        sections = tuple(_cstr(names, h[0]) for h in headers)
+        elf = sections.table(data)
+    except sections.NotELF:
+        return None
+    headers, order = elf.headers, elf.order
+    try:
+        names = tuple(sections.name_at(elf.names, h[0]) for h in headers)
         symbols: set[str] = set()
         needed: list[str] = []
         for h in headers:
             if h[1] == SHT_DYNSYM:
-                strings = body(headers[h[6]])
-                size = 24 if wide else 16
-                table = body(h)
-                for off in range(size, len(table) - size + 1, size):  # entry 0 is null
-                    symbols.add(_cstr(strings, struct.unpack_from(order + "I", table, off)[0]))
+                strings = elf.body(data, headers[h[6]])
+                size = 24 if elf.wide else 16
+                entries = elf.body(data, h)
+                for off in range(size, len(entries) - size + 1, size):  # entry 0 is null
+                    at = struct.unpack_from(order + "I", entries, off)[0]
+                    symbols.add(sections.name_at(strings, at))
             elif h[1] == SHT_DYNAMIC:
-                strings = body(headers[h[6]])
-                fmt, size = (order + "qQ", 16) if wide else (order + "iI", 8)
-                table = body(h)
-                for off in range(0, len(table) - size + 1, size):
-                    tag, value = struct.unpack_from(fmt, table, off)
+                strings = elf.body(data, headers[h[6]])
+                fmt, size = (order + "qQ", 16) if elf.wide else (order + "iI", 8)
+                entries = elf.body(data, h)
+                for off in range(0, len(entries) - size + 1, size):
+                    tag, value = struct.unpack_from(fmt, entries, off)
                     if tag == DT_NEEDED:
-                        needed.append(_cstr(strings, value))
+                        needed.append(sections.name_at(strings, value))
     except (struct.error, IndexError):
         return None
-    return Elf(sections, frozenset(symbols - {""}), tuple(needed))
+    return Elf(names, frozenset(symbols - {""}), tuple(needed))
 
 
 def elves(root: Path, relpaths: Iterable[str]) -> dict[str, Elf]:
@@ -103,7 +88,7 @@ def elves(root: Path, relpaths: Iterable[str]) -> dict[str, Elf]:
             if not path.is_file() or path.stat().st_size > MAX_BYTES:
                 continue
             with files.open_regular(path) as handle:
-                if handle.read(4) != ELF_MAGIC:
+                if handle.read(4) != sections.ELF_MAGIC:
                     continue
             elf = read_elf(files.read_bytes(path, files.BINARY))
         except OSError:

@@ -54,10 +54,9 @@ HOST_KEYS = ("python", "torch", "torch_cuda", "gpus", "driver", "compute_sanitiz
 
 @dataclass(frozen=True)
 class Decision:
-    """A carried verdict's record and its attempts, or why it did not carry."""
+    """A carried verdict's record and its attempts."""
 
-    carried: Carried | None
-    why_not: str = ""
+    carried: Carried
     attempts: tuple[Attempt, ...] = ()
     #: the stored trees (name -> listing, and the old bytes of each changed file), for the
     #: new bundle's trees/from/ (what `csorch verify` re-derives the carry from)
@@ -98,8 +97,8 @@ def case_listing(found: Mapping[str, Path]) -> dict[str, str]:
     return {k: entry(p) for k, p in sorted(found.items()) if p.exists() or p.is_symlink()}
 
 
-class _NotCarried(Exception):
-    """The first thing that keeps the verdict from carrying."""
+class NotCarried(Exception):
+    """The first thing that keeps the verdict from carrying (its message says what)."""
 
 
 def decide(
@@ -112,54 +111,38 @@ def decide(
     backend: Mapping[str, Any],
     host: Mapping[str, Any],
 ) -> Decision:
-    """Whether the verdict of the bundle at `source` carries to this run, whose own
-    bundle (its trees already stored) is `bundle`."""
-    try:
-        return _decide(source, bundle, experiment, jobs, sources, builds, backend, host)
-    except _NotCarried as exc:
-        return Decision(None, str(exc))
-
-
-def _decide(
-    source: Path,
-    bundle: Path,
-    experiment: Experiment,
-    jobs: Sequence[Job],
-    sources: Sequence[SourceTree],
-    builds: Sequence[Build],
-    backend: Mapping[str, Any],
-    host: Mapping[str, Any],
-) -> Decision:
+    """The carry of the verdict of the bundle at `source` to this run, whose own bundle
+    (its trees already stored) is `bundle`; NotCarried naming why not."""
     source = Path(source)
     try:  # the one way a stored bundle is read: verified, complete, its config's own
         stored = trust.load_trusted(source)
     except CsorchError as exc:
-        raise _NotCarried(f"{source} cannot be read as a bundle: {exc}") from None
+        raise NotCarried(f"{source} cannot be read as a bundle: {exc}") from None
     if not stored.ok:
-        raise _NotCarried(f"{source} is not trusted: {stored.reasons[0]}")
+        raise NotCarried(f"{source} is not trusted: {stored.reasons[0]}")
     results, manifest, recs = stored.results, stored.manifest, stored.records
     assert results is not None and manifest is not None and recs is not None
     if not results.get("complete") or results.get("interrupted"):
-        raise _NotCarried(f"{source} is not a complete run")
+        raise NotCarried(f"{source} is not a complete run")
     _same_experiment(recs.experiment, experiment)
     _same_setting("backend", (results.get("backend") or {}), backend, ("name", "tool_version"))
     _same_setting("host", manifest.get("host") or {}, host, HOST_KEYS)
     planned = {slot(j) for j in jobs}
     if planned != {slot(a) for a in recs.attempts}:
-        raise _NotCarried("the stored bundle's attempts are not the ones this run plans")
+        raise NotCarried("the stored bundle's attempts are not the ones this run plans")
     files_changed: list[CarriedFile] = []
     old: dict[str, tuple[Mapping[str, str], Mapping[str, bytes]]] = {}
     stored_trees = {s.variant: s.digest for s in recs.sources}
     digests = []
     for tree in sources:
         if tree.variant not in stored_trees:
-            raise _NotCarried(f"variant {tree.variant}: the stored bundle has no tree of it")
+            raise NotCarried(f"variant {tree.variant}: the stored bundle has no tree of it")
         changed, kept = _tree(source, bundle, tree.variant, stored_trees[tree.variant])
         files_changed += changed
         old[tree.variant] = kept
         digests.append((tree.variant, stored_trees[tree.variant]))
     if {s.variant for s in sources} != set(stored_trees):
-        raise _NotCarried("the stored bundle's variants with a tree are not this run's")
+        raise NotCarried("the stored bundle's variants with a tree are not this run's")
     changed, kept = _tree(source, bundle, trees.CASES, None)
     files_changed += changed
     old[trees.CASES] = kept
@@ -173,11 +156,11 @@ def _decide(
         files=tuple(files_changed),
         binaries=tuple(binaries),
     )
-    return Decision(carried, "", recs.attempts, old)
+    return Decision(carried, recs.attempts, old)
 
 
 def _same_experiment(stored: Experiment, new: Experiment) -> None:
-    """_NotCarried naming the first key where the two differ. A head checked out in
+    """NotCarried naming the first key where the two differ. A head checked out in
     another directory (a CI clone, a worktree) moved its config and everything beside
     it: the stored experiment's paths are read as moved with it."""
     before, now = stored.to_dict(), new.to_dict()
@@ -186,7 +169,7 @@ def _same_experiment(stored: Experiment, new: Experiment) -> None:
         before = _rebased(before, old_root, new_root)
     for k in sorted(set(before) | set(now)):
         if before.get(k) != now.get(k):
-            raise _NotCarried(f"the experiment's {k!r} differs from the stored bundle's")
+            raise NotCarried(f"the experiment's {k!r} differs from the stored bundle's")
 
 
 def _moved(old: Path, new: Path) -> tuple[str, str]:
@@ -213,7 +196,7 @@ def _rebased(value: Any, old: str, new: str) -> Any:
 def _same_setting(what: str, before: Mapping, now: Mapping, keys: Sequence[str]) -> None:
     for k in keys:
         if before.get(k) != now.get(k):
-            raise _NotCarried(f"the {what}'s {k} differs ({before.get(k)!r}, now {now.get(k)!r})")
+            raise NotCarried(f"the {what}'s {k} differs ({before.get(k)!r}, now {now.get(k)!r})")
 
 
 def _tree(
@@ -226,30 +209,30 @@ def _tree(
         before = trees.load(source, name)
         now = trees.load(bundle, name)
     except trees.TreeError as exc:
-        raise _NotCarried(f"{what}: {exc}") from None
+        raise NotCarried(f"{what}: {exc}") from None
     if digest is not None and trees.digest(before.listing) != digest:
-        raise _NotCarried(f"{what}: the stored tree is not the one its results.json names")
+        raise NotCarried(f"{what}: the stored tree is not the one its results.json names")
     out, kept = [], {}
     for path in sorted(set(before.listing) | set(now.listing)):
         a, b = before.listing.get(path), now.listing.get(path)
         if a == b:
             continue
         if a is not None and b is not None and a.partition(":")[2] == b.partition(":")[2]:
-            raise _NotCarried(f"{what}: {path}: its mode changed")
+            raise NotCarried(f"{what}: {path}: its mode changed")
         try:
             old_bytes = before.read(path) if a is not None else None
             new_bytes = now.read(path) if b is not None else None
         except trees.TreeError as exc:
-            raise _NotCarried(f"{what}: {exc}") from None
+            raise NotCarried(f"{what}: {exc}") from None
         if a is None or b is None:
-            raise _NotCarried(f"{what}: {path}: {'added' if a is None else 'removed'}")
+            raise NotCarried(f"{what}: {path}: {'added' if a is None else 'removed'}")
         if old_bytes is None or new_bytes is None:
             if not trees.keepable(path):  # data, a build file: executable, no proof reads it
-                raise _NotCarried(f"{what}: {path}: {classify.NOT_SOURCE}")
-            raise _NotCarried(f"{what}: {path}: changed, and a version of it was not kept")
+                raise NotCarried(f"{what}: {path}: {classify.NOT_SOURCE}")
+            raise NotCarried(f"{what}: {path}: changed, and a version of it was not kept")
         change = classify.classify(path, old_bytes, new_bytes)
         if not change.carries:
-            raise _NotCarried(f"{what}: {path}: {change.reason}")
+            raise NotCarried(f"{what}: {path}: {change.reason}")
         out.append(CarriedFile(name, path, change.kind))
         if old_bytes is not None:
             kept[path] = old_bytes
@@ -257,27 +240,27 @@ def _tree(
 
 
 def _binaries(stored: Sequence[Build], new: Sequence[Build]) -> list[CarriedBinary]:
-    """Each built file of `new` that executes as the stored build's; _NotCarried at the
+    """Each built file of `new` that executes as the stored build's; NotCarried at the
     first that does not (or a build that did not end as before)."""
     before = {b.variant: b for b in stored}
     out = []
     for build in new:
         old = before.get(build.variant)
         if old is None or old.ok != build.ok:
-            raise _NotCarried(f"variant {build.variant}: did not build as in the stored bundle")
+            raise NotCarried(f"variant {build.variant}: did not build as in the stored bundle")
         was = {a.path: a.executes for a in old.artifacts}
         now = {a.path: _executes(build, a.path, a.executes, a.sha256) for a in build.artifacts}
         if set(was) != set(now):
             gone = sorted(set(was) ^ set(now))[0]
-            raise _NotCarried(f"variant {build.variant}: {gone} is built on one side only")
+            raise NotCarried(f"variant {build.variant}: {gone} is built on one side only")
         for path in sorted(now):
             if not was[path]:
-                raise _NotCarried(
+                raise NotCarried(
                     f"variant {build.variant}: the stored build recorded no digest of what "
                     f"{path} executes (a bundle of an older csorch)"
                 )
             if was[path] != now[path]:
-                raise _NotCarried(f"variant {build.variant}: {path} executes differently")
+                raise NotCarried(f"variant {build.variant}: {path} executes differently")
             out.append(CarriedBinary(build.variant, path, now[path]))
     return out
 
@@ -296,10 +279,11 @@ def _executes(build: Build, path: str, recorded: str, sha256: str) -> str:
         return ""
 
 
-def copy_evidence(source: Path, bundle: Path, decision: Decision) -> None:
+def copy_evidence(source: Path, bundle: Path, decision: Decision) -> list[str]:
     """Into `bundle`: the stored attempts' logs (every log of the stored bundle but its
     builds': this run's builds have their own), and the stored trees under trees/from/,
-    with the old bytes of each changed file (what `csorch verify` re-derives it from)."""
+    with the old bytes of each changed file (what `csorch verify` re-derives it from).
+    The trees' files written, bundle-relative (the logs are the manifest's anyway)."""
     logs = source / LOGS
     for path in files.regular_files(logs):
         rel = path.relative_to(source)
@@ -307,8 +291,12 @@ def copy_evidence(source: Path, bundle: Path, decision: Decision) -> None:
             continue
         files.make_dirs((bundle / rel).parent, root=bundle)
         files.copy_file(path, bundle / rel, root=bundle)
+    written = []
     for name, (listing, old) in decision.old.items():
-        trees.store(bundle, name, listing, old, [trees.MAX_KEPT_BYTES], prefix=trees.FROM)
+        written += trees.store(
+            bundle, name, listing, old, [trees.MAX_KEPT_BYTES], prefix=trees.FROM
+        )
+    return written
 
 
 def judged(carry: Carried, judgement: Judgement) -> Judgement:

@@ -91,9 +91,7 @@ class _Run:
         # each variant's attempts wait on the executor in a thread of their own
         self.waiters = cf.ThreadPoolExecutor(max_workers=max(1, len(experiment.variants)))
         # the one backend object of the run: every stage asks it, none asks its name
-        self.backend = backends.make(
-            options.backend, host, workers=racecheck_workers(options.jobs)
-        )
+        self.backend = backends.make(options.backend, host, workers=racecheck_workers(options.jobs))
         unserved = {r.name: self.backend.serves(r.checker) for r in experiment.runs}
         self.jobs = plan(
             experiment,
@@ -182,7 +180,10 @@ class _Run:
         self.held = lock.hold(root)
         found = carried.case_files(self.experiment)
         with self.lock:
-            trees.store(root, trees.CASES, carried.case_listing(found), found, self.keep_budget)
+            kept = trees.store(
+                root, trees.CASES, carried.case_listing(found), found, self.keep_budget
+            )
+        self.bundle.cover(kept)
         ident = resume.identity(self.experiment, self.options)
         if not self.options.resume:
             self.journal = Journal.create(
@@ -233,7 +234,8 @@ class _Run:
         listing = sources.listing(tree.root)
         where = {p: tree.root / p for p in listing}
         with self.lock:
-            trees.store(self.bundle.root, tree.variant, listing, where, self.keep_budget)
+            kept = trees.store(self.bundle.root, tree.variant, listing, where, self.keep_budget)
+        self.bundle.cover(kept)
 
     def forget(self, job: Job) -> None:
         """On resume, drop what an earlier session left of a job that is not kept."""
@@ -316,26 +318,30 @@ class _Run:
         """Every variant built: carry the stored verdict (its attempts recorded as this
         run's, their logs copied) or, naming why not, hand every variant's attempts on."""
         assert self.options.carry_from is not None
-        decision = carried.decide(
-            self.options.carry_from,
-            self.bundle.root,
-            self.experiment,
-            self.jobs,
-            self.snap.sources,
-            self.snap.builds,
-            self.snap.backend,
-            self.snap.host.to_dict(),
-        )
-        self.events.carry_decided(decision.carried, decision.why_not)
         waiting, self.waiting = self.waiting, []
-        if decision.carried is None:
+        try:
+            decision = carried.decide(
+                self.options.carry_from,
+                self.bundle.root,
+                self.experiment,
+                self.jobs,
+                self.snap.sources,
+                self.snap.builds,
+                self.snap.backend,
+                self.snap.host.to_dict(),
+            )
+        except carried.NotCarried as exc:
+            self.events.carry_decided(None, str(exc))
             pending: dict[cf.Future, object] = {}
             for variant, built in waiting:
                 batch = self.hand_on(variant, built, reuse=False)
                 if batch is not None:
                     pending[batch] = _Batch(variant.name)
             return pending
-        carried.copy_evidence(Path(self.options.carry_from), self.bundle.root, decision)
+        self.events.carry_decided(decision.carried, "")
+        self.bundle.cover(
+            carried.copy_evidence(Path(self.options.carry_from), self.bundle.root, decision)
+        )
         with self.lock:
             self.snap.carried = decision.carried
         for attempt in decision.attempts:

@@ -164,8 +164,10 @@ def apply(edit: Edit, bundle: Path, outside: Path) -> str:
 
 def recompute(bundle: Path) -> None:
     """Every digest csorch writes, recomputed over the bundle as it is now: results.json's,
-    each log's (the added ones listed too) and the journal's."""
+    each log's (the added ones listed too), the journal's and the kept trees'."""
     path = bundle / "manifest.json"
+    if not path.is_file() or path.is_symlink():  # a pipe would block this read forever
+        return
     try:
         doc = json.loads(path.read_bytes())
     except (OSError, ValueError):  # the edit broke the manifest itself: nothing to redo
@@ -183,8 +185,10 @@ def recompute(bundle: Path) -> None:
         for p in sorted((bundle / "logs").rglob("*"))
         if p.is_file() and not p.is_symlink()
     } if (bundle / "logs").is_dir() else {}  # fmt: skip
-    if (bundle / "journal.jsonl").is_file() and not (bundle / "journal.jsonl").is_symlink():
-        doc["files"] = {"journal.jsonl": sha(bundle / "journal.jsonl")}
+    kept = [bundle / "journal.jsonl", *sorted((bundle / "trees").rglob("*"))]
+    doc["files"] = {
+        p.relative_to(bundle).as_posix(): sha(p) for p in kept if p.is_file() and not p.is_symlink()
+    }
     path.write_text(json.dumps(doc, indent=1))
 
 
