@@ -41,6 +41,7 @@ class Shown(Listener):
         self.phases: dict[Job, str] = {}  # a cluster executor's jobs: queued/running/done
         self.lines = lines  # a line per finished attempt: no bar is drawn
         self.done = self.total = 0
+        self.carried = False  # the attempts finished from now on are a stored bundle's
 
     def backend(self, choice: backends.Choice) -> None:
         out.print(f"backend: [bold]{choice.backend}[/] ({choice.reason})", highlight=False)
@@ -90,13 +91,16 @@ class Shown(Listener):
         if self.progress.tasks[self.runs].finished:  # not the last attempt's name
             self.progress.update(self.runs, description=f"{self.at}ran")
         if self.lines:
+            # a carried attempt is the stored one: it did not run now
+            how = "carried: " if self.carried else ""
             self.progress.console.print(
-                f"  [{self.done}/{self.total}] {escape(self.at)}{escape(said(attempt))}",
+                f"  [{self.done}/{self.total}] {escape(self.at)}{how}{escape(said(attempt))}",
                 highlight=False,
                 soft_wrap=True,
             )
 
     def carry_decided(self, carried: Carried | None, why_not: str) -> None:
+        self.carried = carried is not None
         if carried is not None:
             said = f"[bold]carried[/]: {escape(carried.headline())}"
         else:

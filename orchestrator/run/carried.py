@@ -40,6 +40,7 @@ from orchestrator.model import (
     CaseKind,
     CasesFrom,
     Experiment,
+    SourceKind,
     SourceTree,
     Verdict,
 )
@@ -163,13 +164,26 @@ def _same_experiment(stored: Experiment, new: Experiment) -> None:
     """NotCarried naming the first key where the two differ. A head checked out in
     another directory (a CI clone, a worktree) moved its config and everything beside
     it: the stored experiment's paths are read as moved with it."""
-    before, now = stored.to_dict(), new.to_dict()
+    before, now = _refless(stored.to_dict()), _refless(new.to_dict())
     if stored.config and new.config:
         old_root, new_root = _moved(Path(stored.config), Path(new.config))
         before = _rebased(before, old_root, new_root)
     for k in sorted(set(before) | set(now)):
         if before.get(k) != now.get(k):
             raise NotCarried(f"the experiment's {k!r} differs from the stored bundle's")
+
+
+def _refless(value: Any) -> Any:
+    """A record's dict with each git source's ref left out: a new head is named by a new
+    ref, and what it holds is compared file by file (the trees), not by its name."""
+    if isinstance(value, dict):
+        out = {k: _refless(v) for k, v in value.items()}
+        if out.get("kind") == SourceKind.GIT.value and "ref" in out and "location" in out:
+            out["ref"] = ""
+        return out
+    if isinstance(value, list):
+        return [_refless(v) for v in value]
+    return value
 
 
 def _moved(old: Path, new: Path) -> tuple[str, str]:

@@ -115,6 +115,7 @@ def test_a_comment_only_head_carries_the_verdict(stored: tuple[Path, Path]) -> N
     done, out = _carry(stored, tree, "comment-out")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "carried: evidence carried from" in done.stdout + done.stderr
+    assert "] carried: fixed/plain/sum r0: passed" in done.stderr  # not as if it ran now
     results = _results(out)
     assert results["verdict"] == "pass"
     first = results["judgement"]["reasons"][0]
