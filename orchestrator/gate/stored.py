@@ -15,7 +15,7 @@ from orchestrator.errors import BundleError, CsorchError
 from orchestrator.files import read_json
 from orchestrator.gate.policy import Judged
 from orchestrator.model import Experiment
-from orchestrator.run import runner
+from orchestrator.run import carried, runner
 
 
 def bundles(paths: Sequence[Path]) -> list[Path]:
@@ -48,13 +48,10 @@ def judge_bundle(path: Path, expect: Experiment | None = None) -> Judged:
     experiment = t.experiment if not t.reasons else records.experiment
     assert experiment is not None
     failed = judge.failed_builds(records.builds)
-    return Judged(
-        experiment,
-        records.attempts,
-        judge.causality(experiment, records.attempts, failed),
-        str(path),
-        t.reasons,
-    )
+    judgement = judge.causality(experiment, records.attempts, failed)
+    if records.carried is not None:  # judged again, it still says first that it was carried
+        judgement = carried.judged(records.carried, judgement)
+    return Judged(experiment, records.attempts, judgement, str(path), t.reasons)
 
 
 def judge_stored(

@@ -252,6 +252,12 @@ def test_the_gate_carries_and_says_so_first(stored: tuple[Path, Path]) -> None:
     assert gate["verdict"] == "pass"
     assert gate["reasons"][0].startswith("evidence carried from stored bundles for 1 of 1")
     assert gate["experiments"][0]["reasons"][0].startswith("evidence carried from")
+    # judged again from its stored bundles, the gate still says so first
+    again = _csorch(tmp, "gate", str(tree / "gate-cprog.yaml"), "--from",
+                    str(tmp / "g2" / "c-oob"), "--out", str(tmp / "g3"))  # fmt: skip
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    rejudged = json.loads((tmp / "g3" / "gate.json").read_text())
+    assert rejudged["reasons"][0].startswith("evidence carried from stored bundles for 1 of 1")
 
 
 def test_carry_from_with_resume_or_into_itself_is_a_usage_error(stored: tuple[Path, Path]) -> None:
