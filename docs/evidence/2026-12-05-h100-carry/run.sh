@@ -13,6 +13,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 t make setup > $L/setup.log 2>&1; tail -1 $L/setup.log
 PY=.venv/bin/python
 { nvidia-smi --query-gpu=name --format=csv,noheader; nproc; } | tee $L/gpu.txt
+$PY -m orchestrator doctor --json > $L/doctor.json 2>&1; grep -E '"sandbox"' $L/doctor.json | head -2
 ( export CSORCH_CACHE_DIR=/tmp/c1; t make validate VALIDATE_OUT=/tmp/base ) > $L/base.log 2>&1; tail -1 $L/base.log
 sh docs/evidence/2026-12-05-h100-carry/comment-edit.sh . && git diff --stat -- ext | tee $L/head.diffstat
 ( export CSORCH_CACHE_DIR=/tmp/c1; t make validate VALIDATE_OUT=/tmp/carried VALIDATE_CARRY=/tmp/base ) > $L/carried.log 2>&1; tail -1 $L/carried.log
