@@ -19,8 +19,10 @@ from typing import Any
 
 from orchestrator import backends, judge
 from orchestrator.backends import Backend, channel
+from orchestrator.bundle import trees
 from orchestrator.bundle.layout import LOGS, RESULTS
 from orchestrator.bundle.read import Records, records
+from orchestrator.carry import optouts
 from orchestrator.errors import CsorchError
 from orchestrator.executors import slurm
 from orchestrator.files import read_json
@@ -88,7 +90,7 @@ def _verdict(results: Mapping[str, Any], recs: Records) -> list[Problem]:
     """The verdict results.json records against its attempts judged again."""
     if recs.judgement is None:
         return []
-    again = judge.causality(recs.experiment, recs.attempts, judge.failed_builds(recs.builds))
+    again = judge.judged(recs.experiment, recs.attempts, recs.builds)
     said = {recs.judgement.verdict.value, str(results.get("verdict"))}
     if said == {again.verdict.value}:
         return []
@@ -96,6 +98,41 @@ def _verdict(results: Mapping[str, Any], recs: Records) -> list[Problem]:
         Problem(RESULTS, "", f"results.json records the verdict {' / '.join(sorted(said))}; "
                 f"its attempts, judged again, give {again.verdict.value}")
     ]  # fmt: skip
+
+
+def _opt_outs(root: Path, recs: Records) -> list[Problem]:
+    """Each build's checker opt-outs against its tree as the bundle keeps it: the files
+    kept are read again (carry/optouts.py), and what results.json records of them must be
+    what they hold (a file not kept cannot be read again; a bundle without trees, none)."""
+    out = []
+    for build in recs.builds:
+        if not build.ok:
+            continue
+        try:
+            tree = trees.load(root, build.variant)
+            again = sorted(
+                m
+                for path in sorted(tree.kept)
+                if optouts.readable(path)
+                for m in optouts.marks(path, tree.read(path) or b"")
+            )
+        except trees.TreeError as exc:
+            if "absent" in str(exc):
+                continue  # a bundle of a csorch that kept no trees
+            out.append(Problem(trees.relpath(build.variant), build.variant, str(exc)))
+            continue
+        said = sorted(
+            m for m in build.opt_outs if m.partition(" ")[2].rpartition(":")[0] in tree.kept
+        )
+        if again != said:
+            extra = sorted(set(again) - set(said)) or sorted(set(said) - set(again))
+            out.append(
+                Problem(RESULTS, build.variant, f"results.json records {len(said)} checker "
+                        f"opt-out(s) in the kept files of variant {build.variant}'s tree; the "
+                        f"files hold {len(again)} ({extra[0]} differs): results.json was "
+                        "edited after the run")
+            )  # fmt: skip
+    return out
 
 
 def problems(root: Path | str, listed: set[str]) -> list[Problem]:
@@ -140,7 +177,7 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
                 Problem(rel, "", "a log no attempt in results.json claims: an attempt removed "
                         "from results.json")
             )  # fmt: skip
-    out += _verdict(results, recs)
+    out += _verdict(results, recs) + _opt_outs(root, recs)
     if backend is None:
         return out
     for attempt in recs.attempts:

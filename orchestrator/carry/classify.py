@@ -73,7 +73,8 @@ def classify(path: str, old: bytes | None, new: bytes | None) -> Change:
 # -- Python --------------------------------------------------------------------------
 
 
-def _without_docstrings(tree: ast.AST) -> ast.AST:
+def without_docstrings(tree: ast.AST) -> ast.AST:
+    """`tree` with every module, class and function docstring taken out (in place)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
@@ -90,7 +91,7 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
 
 def python_form(source: bytes) -> str:
     """The AST of `source` without docstrings, as text (SyntaxError, ValueError raise)."""
-    return ast.dump(_without_docstrings(ast.parse(source)), include_attributes=False)
+    return ast.dump(without_docstrings(ast.parse(source)), include_attributes=False)
 
 
 def _python(path: str, old: bytes, new: bytes) -> Change:

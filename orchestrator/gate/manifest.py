@@ -148,8 +148,7 @@ def _rejudged(path: Path) -> str:
         recs = records(read_json(path / RESULTS), path / RESULTS)
     except CsorchError:
         return ""
-    failed = judge.failed_builds(recs.builds)
-    return judge.causality(recs.experiment, recs.attempts, failed).verdict.value
+    return judge.judged(recs.experiment, recs.attempts, recs.builds).verdict.value
 
 
 def _said(root: Path) -> tuple[str, dict[str, str]]:

@@ -47,8 +47,7 @@ def judge_bundle(path: Path, expect: Experiment | None = None) -> Judged:
     records = t.records
     experiment = t.experiment if not t.reasons else records.experiment
     assert experiment is not None
-    failed = judge.failed_builds(records.builds)
-    judgement = judge.causality(experiment, records.attempts, failed)
+    judgement = judge.judged(experiment, records.attempts, records.builds)
     if records.carried is not None:  # judged again, it still says first that it was carried
         judgement = carried.judged(records.carried, judgement)
     return Judged(experiment, records.attempts, judgement, str(path), t.reasons)

@@ -6,6 +6,7 @@ from orchestrator.judge.causality import (  # noqa: F401 (the package's API)
     Judgement,
     causality,
     failed_builds,
+    judged,
     judged_findings,
     needed,
     target_hits,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from orchestrator.findings import follow_on
 from orchestrator.findings.signatures import fingerprint, matches, near_miss, signature
-from orchestrator.judge import agreement
+from orchestrator.judge import agreement, optouts
 from orchestrator.judge.ambient import Ambient, ambient
 from orchestrator.model import (
     Attempt,
@@ -62,6 +62,15 @@ def failed_builds(builds: Iterable[Build]) -> dict[str, str]:
     """variant -> the first line of its build error, for the builds that failed (what
     `causality` takes)."""
     return {b.variant: (b.error.splitlines() or ["failed"])[0] for b in builds if not b.ok}
+
+
+def judged(
+    experiment: Experiment, attempts: Iterable[Attempt], builds: Iterable[Build]
+) -> Judgement:
+    """`causality` of the attempts with what the builds say: which failed, and the
+    checker opt-outs of each variant's tree. What every caller judges a bundle with."""
+    builds = tuple(builds)
+    return causality(experiment, attempts, failed_builds(builds), optouts.of(builds))
 
 
 # --- causality ----------------------------------------------------------------------
@@ -368,8 +377,10 @@ def causality(
     experiment: Experiment,
     attempts: Iterable[Attempt],
     failed_builds: Mapping[str, str] | None = None,
+    opt_outs: Mapping[str, Sequence[str]] | None = None,
 ) -> Judgement:
-    """The experiment's causality verdict; `failed_builds` maps variant -> error."""
+    """The experiment's causality verdict; `failed_builds` maps variant -> error,
+    `opt_outs` variant -> the checker opt-outs in its tree (judge/optouts.py)."""
     expect = experiment.expect
     if expect is None:
         return Judgement(Verdict.INCONCLUSIVE, ("the experiment states no expectations",))
@@ -382,6 +393,7 @@ def causality(
         for v in (*expect.controls, expect.fix)
         if v in failed_builds
     ]
+    unsure += optouts.reasons(expect.fix, expect.controls, opt_outs or {})
 
     k_of = _k_of(experiment)
     targets = _targets(index, k_of)

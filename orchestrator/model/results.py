@@ -71,6 +71,9 @@ class Build(Record):
     #: CPU seconds of the build's compiler calls (compiles and links through the wrappers,
     #: ccache's included), within `cpu`; 0.0 where no wrapper ran (prebuilt)
     compile_cpu: float = 0.0
+    #: the checker opt-outs in the variant's tree, "MARKER PATH:LINE" (carry/optouts.py),
+    #: read from the tree at every run: a fix that adds one does not pass (judge/optouts)
+    opt_outs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

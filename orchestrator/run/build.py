@@ -16,21 +16,24 @@ with the log tail; the caller records the variant as not built and carries on.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from orchestrator import files
+from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import key
-from orchestrator.carry import sections
+from orchestrator.carry import optouts, sections
 from orchestrator.errors import BuildError
 from orchestrator.files import file_digest
 from orchestrator.model import Artifact, Build, BuildKind, Distribution, SourceTree, Variant
-from orchestrator.run import binaries, environment
+from orchestrator.run import binaries, environment, sources
 from orchestrator.run.builds import (
     command,
     compilecache,
+    debuginfo,
     jit,
     pip,
     prebuilt,
@@ -58,7 +61,7 @@ def cache_key(variant: Variant, tree: SourceTree, ctx: Context) -> str:
             "patches": [p.sha256 for p in tree.patches],
             "build": spec.to_dict(),
             "sanitizer": ctx.sanitizer,
-            "flags": ctx.flags.to_dict(),
+            "flags": _flags(ctx).to_dict(),
             "toolchain": ctx.toolchain,
             "ambient": {k: os.environ.get(k, "") for k in AMBIENT},
             # new inputs only where used: the keys of existing entries stay as they were
@@ -206,7 +209,9 @@ def _units(
         built = [
             out / p for p in [*produced, *_binaries(out)] if not p.startswith(environment.DEPS)
         ]
-        found = units.problems(records, ctx.sanitizer, units.areas(tree, out, since), built)
+        area = units.areas(tree, out, since)
+        found = units.problems(records, ctx.sanitizer, area, built)
+        found += debuginfo.checked(built, ctx.sanitizer, area.show)
         if found:
             more = (
                 f" (+{len(found) - units.MAX_PROBLEMS} more)"
@@ -266,8 +271,24 @@ def _turn(variant: Variant, tree: SourceTree, ctx: Context) -> AbstractContextMa
     return schedule.turn(group, ctx.cancel)
 
 
+def _flags(ctx: Context) -> BuildFlags:
+    """The checker's flags, and under a sanitizer what its per-unit proof reads back from
+    the linked binary (run/builds/debuginfo.py: each unit's switches in its DWARF)."""
+    if not ctx.sanitizer:
+        return ctx.flags
+    extra = tuple(f for f in debuginfo.FLAGS if f not in ctx.flags.cflags)
+    return dataclasses.replace(ctx.flags, cflags=(*ctx.flags.cflags, *extra))
+
+
 def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
-    """The variant's build: from the cache, or built and published. Raises BuildError."""
+    """The variant's build: from the cache, or built and published, with the checker
+    opt-outs of its tree read again (carry/optouts.py: never taken from the cache entry),
+    before the build could write into the tree. Raises BuildError."""
+    found = optouts.scan(tree.root, sources.walk_source(tree.root))
+    return dataclasses.replace(_build(variant, tree, ctx), opt_outs=found)
+
+
+def _build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
     k = cache_key(variant, tree, ctx)
     log_copy = ctx.logs / f"{variant.name}.log"
     bundle = ctx.logs.parent.parent  # logs/build's: nothing below it may be a link
@@ -294,7 +315,7 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                     cc = ctx.compile_cache
                     step.wrappers = wrappers.make(
                         out,
-                        ctx.flags,
+                        _flags(ctx),
                         dict(variant.build.env),
                         nvcc_host=bool(ctx.sanitizer),
                         launcher=cc.launcher() if cc is not None else (),

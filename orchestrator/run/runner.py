@@ -388,8 +388,7 @@ class _Run:
         if self.options.judge is not None:
             judgement = self.options.judge(self.snap.builds, self.snap.attempts)
         else:
-            failed = judge.failed_builds(self.snap.builds)
-            judgement = judge.causality(self.experiment, self.snap.attempts, failed)
+            judgement = judge.judged(self.experiment, self.snap.attempts, self.snap.builds)
         if self.snap.carried is not None:
             judgement = carried.judged(self.snap.carried, judgement)
         with self.lock:

@@ -290,3 +290,38 @@ def test_a_removed_cudabugs_fix_turns_the_gate_red(tmp_path: Path, cudabugs_cach
     assert verdict["reasons"][0].startswith("cudabugs-oob-write-nofix: the fix is not causal")
     nofix, _ = load(tmp_path / "gate" / "cudabugs-oob-write-nofix")
     assert reports(findings(nofix, "fixed", "memcheck", "oob_write")) == 24
+
+
+@pytest.mark.parametrize(
+    ("patch", "named"),
+    [
+        ("hide-oob-attribute.patch", "adds no_sanitize_address (pick.c:6)"),
+        ("hide-oob-environment.patch", "adds ASAN_OPTIONS (pick.c:8)"),
+    ],
+)
+def test_a_fix_that_hides_the_defect_from_the_checker_does_not_pass(
+    tmp_path: Path, patch: str, named: str
+) -> None:
+    """The "fix" leaves the out-of-bounds read in place and hides it from ASan: a function
+    exempt from instrumentation, or a loop that stops early when it sees ASAN_OPTIONS. Its
+    run is clean, the control's is not; the verdict is INCONCLUSIVE, naming the opt-out."""
+    for name in ("c-oob.yaml", patch):
+        shutil.copy(FIXTURES / name, tmp_path / name)
+    shutil.copytree(FIXTURES / "cprog", tmp_path / "cprog")
+    config = tmp_path / "c-oob.yaml"
+    config.write_text(config.read_text().replace("fix-oob.patch", patch))
+    done = csorch(
+        str(config), "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"),
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stdout + done.stderr
+    results, _ = load(tmp_path / "out")
+    assert findings(results, "fixed", "memcheck", "sum") == []  # hidden: a clean run
+    assert [f["kind"] for f in findings(results, "control", "memcheck", "sum")] == [
+        "heap-buffer-overflow"
+    ]
+    assert results["verdict"] == "inconclusive"
+    reason = results["judgement"]["reasons"][0]
+    assert f"fix fixed {named}, which none of the controls has" in reason
+    fixed = next(b for b in results["builds"] if b["variant"] == "fixed")
+    assert any(m.startswith(named.split()[1] + " pick.c:") for m in fixed["opt_outs"])

@@ -425,3 +425,29 @@ def test_a_cache_entry_rebuilt_since_the_run_is_not_checkable_not_tampered(tmp_p
     assert done.returncode == ExitCode.PASS, done.stdout
     assert done.stdout.splitlines()[0].startswith("evidence: unsigned")
     assert "not checkable" in done.stdout and "rebuilt since the run" in done.stdout
+
+
+def test_a_fixs_opt_out_deleted_from_results_json_does_not_verify(tmp_path):
+    """A fix that hides the read from ASan (no_sanitize_address) is INCONCLUSIVE; deleting
+    the opt-out from results.json, turning the verdict PASS and re-hashing the manifest
+    is caught: the bundle keeps the fix's tree, and verify reads its opt-outs again."""
+    hide = (E2E / "hide-oob-attribute.patch").as_posix()
+    text = CPROG.replace("@E2E@/fix-oob.patch", hide)
+    text = text.replace("@CASES@", "  - {name: sum, command: [./pick]}")
+    made = config(tmp_path, "hidden.yaml", text.replace("@N@", "1").replace("@K@", "1"))
+    bundle = tmp_path / "out"
+    done = csorch("run", str(made), "--backend", "asan", "--out", str(bundle),
+                  "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == ExitCode.INCONCLUSIVE, done.stdout[-3000:] + done.stderr[-3000:]
+    assert invoke("verify", str(bundle)).exit_code == ExitCode.PASS
+    results = load(bundle / "results.json")
+    for b in results["builds"]:
+        b["opt_outs"] = []
+    results["verdict"] = "pass"
+    results["judgement"].update(verdict="pass", reasons=["fixed removes every target"])
+    save(bundle / "results.json", results)
+    rehash(bundle)
+    done = invoke("verify", str(bundle), "--problems-only")
+    assert done.exit_code == ExitCode.FAIL, done.output
+    assert "records 0 checker opt-out(s) in the kept files of variant fixed" in done.output
+    assert "no_sanitize_address pick.c:6" in done.output

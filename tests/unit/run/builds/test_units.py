@@ -22,6 +22,7 @@ from orchestrator.cache import Cache
 from orchestrator.errors import BuildError
 from orchestrator.model import BuildKind, BuildSpec, SourceKind, SourceSpec, SourceTree, Variant
 from orchestrator.run import binaries, build
+from orchestrator.run.builds import debuginfo
 from orchestrator.run.sources import tree_digest
 
 pytestmark = [
@@ -89,7 +90,8 @@ def test_a_target_specific_cflags_override_is_instrumented_anyway(tmp_path: Path
         json.loads(line) for line in (done.directory / "units.jsonl").read_text().splitlines()
     ]
     bad = next(c for c in compiled if c["sources"] and c["sources"][0].endswith("bad.c"))
-    assert bad["argv"][-len(COMPILE_FLAGS) :] == list(COMPILE_FLAGS)  # ...but the wrapper's
+    added = [*COMPILE_FLAGS, *(f for f in debuginfo.FLAGS if f not in COMPILE_FLAGS)]
+    assert bad["argv"][-len(added) :] == added  # ...but the wrapper's
     assert not (done.directory / "compilers").exists()  # the stubs are not published
     # the real program, run: ASan reports the read in the unit the Makefile overrode
     run = subprocess.run(
@@ -105,9 +107,49 @@ def test_a_target_specific_cflags_override_is_instrumented_anyway(tmp_path: Path
 
 def test_an_object_compiled_by_absolute_path_fails_the_build_by_name(tmp_path: Path) -> None:
     why = _fails(tmp_path, LINK + "bad.o: bad.c\n\t/usr/bin/gcc -O2 -c bad.c -o bad.o\n")
-    assert why.startswith("1 unit(s) of this address build are not instrumented")
+    assert "unit(s) of this address build are not instrumented" in why
     assert "bad.o (linked into prog) was made by no recorded compile" in why
     assert "never by absolute path" in why
+
+
+# what a build that knows csorch could append to the wrappers' record (it runs as the same
+# user): a compile of bad.c with the sanitizer, whose output is the uninstrumented bad.o
+FORGED = (
+    "bad.o: bad.c\n\t/usr/bin/gcc -O2 {flags} -c bad.c -o bad.o\n"
+    "\tprintf '{{\"tool\": \"gcc\", \"mode\": \"compile\", \"argv\": [\"gcc\", "
+    "\"-fsanitize=address\", \"-g\", \"-c\", \"bad.c\"], \"cwd\": \"%s\", \"sources\": "
+    "[\"%s/bad.c\"], \"outputs\": [{{\"path\": \"%s/bad.o\", \"sha256\": \"%s\"}}], "
+    "\"inputs\": []}}\\n' \"$$PWD\" \"$$PWD\" \"$$PWD\" \"$$(sha256sum bad.o | cut -c1-64)\" "
+    ">> /tmp/csorch-build/out/units.jsonl\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        ("", "function sum lies in no unit compiled with debug information"),
+        ("-g", "unit bad.c (function sum) compiled without -fsanitize=address"),
+        (
+            "-g -fsanitize=address -fno-sanitize=address",
+            "unit bad.c (function sum) compiled without -fsanitize=address",
+        ),
+        ("-g0 -g1 -grecord-gcc-switches -fsanitize=address --param=asan-instrument-reads=0",
+         "unit bad.c (function sum) compiled with --param=asan-instrument-reads=0"),
+    ],
+)
+def test_a_forged_record_does_not_hide_a_unit_the_binary_shows(
+    tmp_path: Path, flags: str, named: str
+) -> None:
+    # the record is believed (no "made by no recorded compile"); the program's own debug
+    # information, read unit by unit, names the function compiled past the wrappers
+    why = _fails(tmp_path, LINK + FORGED.format(flags=flags))
+    assert "made by no recorded compile" not in why
+    assert f"tree/prog: {named}" in why
+
+
+def test_a_program_stripped_of_its_debug_information_is_named(tmp_path: Path) -> None:
+    why = _fails(tmp_path, LINK.replace("$(LDFLAGS)", "$(LDFLAGS) && strip -g prog"))
+    assert "tree/prog: function main lies in no unit compiled with debug information" in why
 
 
 def test_a_program_linked_by_absolute_path_fails_by_name(tmp_path: Path) -> None:
