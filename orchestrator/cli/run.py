@@ -108,6 +108,7 @@ def run_command(
         cases=tuple(case or ()),
         keep_work=keep_work,
         carry_from=carry_from,
+        sign=sign,
     )
     asked = Request(
         configs=(config,) if config is not None else (),
@@ -118,9 +119,7 @@ def run_command(
     start = time.monotonic()
     try:
         with shown() as listener:
-            result = run(asked, listener)
-        if sign is not None:  # last: the manifest is final once the run has returned
-            signing.sign(result.bundle, sign)
+            result = run(asked, listener)  # signs last where --sign (or the resumed run) asks
     finally:
         if resume is not None:
             _drop_stale(resume)

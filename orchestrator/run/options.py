@@ -59,6 +59,9 @@ class Options:
     resume: bool = False  # continue the run journaled in `out`
     #: a stored bundle whose verdict this run carries where nothing executable changed
     carry_from: Path | None = None
+    #: the SSH key the bundle's manifest is signed with once the run returns (`run
+    #: --sign`), kept in the journal so that a resume signs again
+    sign: Path | None = None
     selected: tuple[str, ...] = ()  # the --case names (kept for a resume)
     # set by a caller running several pipelines in threads: stops this one as Ctrl-C does
     stop: threading.Event | None = None

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from orchestrator import cache, host
 from orchestrator.backends import Choice
+from orchestrator.bundle import signing
 from orchestrator.config.experiment import load_experiment, only_cases
 from orchestrator.errors import CsorchError
 from orchestrator.executors.choice import check_local_only, executor_for
@@ -56,7 +57,7 @@ class Settings(Record):
     # a gate on a host that cannot sandbox its builds and attempts may still pass
     # (`gate --allow-unsandboxed`)
     allow_unsandboxed: bool = False
-    # the SSH key a gate signs its manifest with (`gate --sign`), kept so that its
+    # the SSH key a gate or a run signs its manifest with (`--sign`), kept so that its
     # resume signs again
     sign: Path | None = None
     # a stored bundle (run) or gate directory (run, gate) whose verdicts carry where this
@@ -109,6 +110,7 @@ def _from_run(doc: dict[str, Any]) -> Settings:
         jobs=doc.get("jobs"),
         devices=",".join(doc.get("devices", [])) or None,
         cases=tuple(doc.get("cases", [])),
+        sign=Path(str(doc["sign"])) if doc.get("sign") else None,
     )
     if doc.get("fanout"):
         kept = dataclasses.replace(kept, fanout=Fanout(doc["fanout"]))
@@ -239,7 +241,14 @@ def prepare(request: Request) -> Prepared:
         resume=resuming,
         selected=s.cases,
         carry_from=carried.source_for(s.carry_from, experiment.name),
+        sign=s.sign.resolve() if s.sign is not None else None,
     )
+    if made.sign is not None and not made.sign.is_file():  # a resume's saved key, say
+        raise CsorchError(
+            f"--sign {made.sign}: no such key file",
+            hint="an SSH private key (a resumed run signs with the key it began with; "
+            "--sign KEY gives another)",
+        )
     return Prepared(experiment, made, facts, choice)
 
 
@@ -248,7 +257,10 @@ def run(request: Request, listener: Listener = QUIET) -> runner.RunResult:
     bundle (`execute`). CsorchError for bad input or a resume refused (nothing run)."""
     ready = prepare(request)
     listener.backend(ready.choice)
-    return execute(ready.experiment, ready.options, ready.facts, listener)
+    result = execute(ready.experiment, ready.options, ready.facts, listener)
+    if ready.options.sign is not None:  # last: the manifest is final once the run returned
+        signing.sign(result.bundle, ready.options.sign)
+    return result
 
 
 def execute(

@@ -49,6 +49,7 @@ def settings(experiment: Experiment, options: Options) -> dict[str, object]:
         "fanout": options.fanout.value,
         "jobs": options.jobs,
         "cache": str(Path(options.cache).resolve()),
+        "sign": str(options.sign) if options.sign is not None else None,
     }
 
 

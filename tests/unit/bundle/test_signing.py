@@ -207,6 +207,34 @@ def test_a_resumed_signed_gate_is_signed_again(keys, tmp_path):
     assert ok.stdout.splitlines()[0].startswith("evidence: signed by release@example.org")
 
 
+def test_a_resumed_signed_run_is_signed_again(keys, tmp_path):
+    # its journal keeps the key; a resume without --sign signs with it again
+    release, _ = keys
+    signers = allowed(tmp_path, ("release@example.org", release))
+    out = tmp_path / "run"
+    done = csorch(
+        "run", str(E2E / "c-oob.yaml"), "--backend", "asan", "--out", str(out),
+        "--cache-dir", str(tmp_path / "cache"), "--sign", str(release), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == ExitCode.PASS, done.stdout[-3000:] + done.stderr[-3000:]
+    before = (out / SIGNATURE).read_bytes()
+    again = csorch("run", "--resume", str(out), cwd=tmp_path)
+    assert again.returncode == ExitCode.PASS, again.stdout[-3000:] + again.stderr[-3000:]
+    assert (out / SIGNATURE).is_file() and (out / SIGNATURE).read_bytes() != before
+    ok = csorch("verify", str(out), "--allowed-signers", str(signers), cwd=tmp_path)
+    assert ok.returncode == ExitCode.PASS, ok.stdout
+    assert ok.stdout.splitlines()[0].startswith("evidence: signed by release@example.org")
+    # the key gone since: refused by name before anything runs, the signature left alone
+    moved = release.rename(tmp_path / "elsewhere")
+    refused = csorch("run", "--resume", str(out), cwd=tmp_path)
+    assert refused.returncode == ExitCode.USAGE, refused.stdout + refused.stderr
+    assert f"--sign {release}: no such key file" in refused.stderr
+    assert "a resumed run signs with the key it began with" in refused.stderr
+    moved.rename(release)
+    ok = csorch("verify", str(out), "--allowed-signers", str(signers), cwd=tmp_path)
+    assert ok.returncode == ExitCode.PASS, ok.stdout
+
+
 def test_signer_options_that_cannot_be_checked_are_usage_errors(cprog_bundles, tmp_path):
     gate = signed_gate(cprog_bundles["pass"], tmp_path / "gate", None)
     for where in (gate, cprog_bundles["pass"]):
