@@ -27,7 +27,8 @@ from orchestrator.errors import CsorchError
 from orchestrator.executors import slurm
 from orchestrator.files import read_json
 from orchestrator.findings.signatures import fingerprint, signature
-from orchestrator.model import Attempt, Checker, ParseResult
+from orchestrator.judge import optouts as judge_optouts
+from orchestrator.model import Attempt, Checker, ParseResult, Verdict
 
 
 @dataclass(frozen=True)
@@ -102,15 +103,19 @@ def _verdict(results: Mapping[str, Any], recs: Records) -> list[Problem]:
 
 def _opt_outs(root: Path, recs: Records) -> list[Problem]:
     """Each build's checker opt-outs against its tree as the bundle keeps it: the files
-    kept are read again (carry/optouts.py), and what results.json records of them must be
-    what they hold (a file not kept cannot be read again; a bundle without trees, none)."""
+    kept are read again (carry/optouts.py). Read by the rules the run used, what
+    results.json records of them must be what they hold. Read by other rules (an older
+    csorch's, or a record that claims so), the bundle is not called edited, but a PASS
+    whose fix adds an opt-out by this csorch's rules does not stand. A file not kept
+    cannot be read again; a bundle without trees has none to read."""
     out = []
+    again: dict[str, tuple[str, ...]] = {}
     for build in recs.builds:
         if not build.ok:
             continue
         try:
             tree = trees.load(root, build.variant)
-            again = sorted(
+            found = sorted(
                 m
                 for path in sorted(tree.kept)
                 if optouts.readable(path)
@@ -121,16 +126,28 @@ def _opt_outs(root: Path, recs: Records) -> list[Problem]:
                 continue  # a bundle of a csorch that kept no trees
             out.append(Problem(trees.relpath(build.variant), build.variant, str(exc)))
             continue
+        again[build.variant] = tuple(found)
+        if build.opt_out_rules != optouts.RULES:
+            continue
         said = sorted(
             m for m in build.opt_outs if m.partition(" ")[2].rpartition(":")[0] in tree.kept
         )
-        if again != said:
-            extra = sorted(set(again) - set(said)) or sorted(set(said) - set(again))
+        if found != said:
+            extra = sorted(set(found) - set(said)) or sorted(set(said) - set(found))
             out.append(
                 Problem(RESULTS, build.variant, f"results.json records {len(said)} checker "
                         f"opt-out(s) in the kept files of variant {build.variant}'s tree; the "
-                        f"files hold {len(again)} ({extra[0]} differs): results.json was "
+                        f"files hold {len(found)} ({extra[0]} differs): results.json was "
                         "edited after the run")
+            )  # fmt: skip
+    expect = recs.experiment.expect
+    older = any(b.ok and b.opt_out_rules != optouts.RULES for b in recs.builds)
+    passed = recs.judgement is not None and recs.judgement.verdict is Verdict.PASS
+    if expect is not None and older and passed:
+        for reason in judge_optouts.reasons(expect.fix, expect.controls, again):
+            out.append(
+                Problem(RESULTS, expect.fix, f"read by this csorch's opt-out rules, "
+                        f"{reason}; the recorded PASS does not stand")
             )  # fmt: skip
     return out
 

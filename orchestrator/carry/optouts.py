@@ -15,7 +15,8 @@ What counts, in C, C++ and CUDA sources and headers (comments left out, literals
   (`__asan_poison_memory_region`, `ASAN_POISON_MEMORY_REGION`) only finds more, and passes;
 - a string literal naming the checkers' environment (`ASAN_OPTIONS`, `LD_PRELOAD`,
   `CUDA_INJECTION64_PATH`, `PYTORCH_NO_CUDA_MEMORY_CACHING`, anything with `SANITIZER`,
-  `CSORCH_`): code that reads it can act differently under the checker.
+  `CSORCH_`): code that reads it can act differently under the checker; or a sanitizer
+  switch (`no-sanitize=`, `-fsanitize=`: an `optimize` attribute, a setup.py's flags).
 In Python (tests and packages alike): the same string literals, and the same names.
 
 Each occurrence is recorded as "MARKER PATH:LINE". Only sources are read (the tree's
@@ -26,6 +27,7 @@ catches what a reviewer would, not a determined forger (docs/threat-model.md).""
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
@@ -65,6 +67,9 @@ FINDS_MORE = frozenset({"__asan_poison_memory_region", "ASAN_POISON_MEMORY_REGIO
 ENVIRONMENT = re.compile(
     r"ASAN_OPTIONS|LSAN_OPTIONS|UBSAN_OPTIONS|LD_PRELOAD|CUDA_INJECTION"
     r"|PYTORCH_NO_CUDA_MEMORY_CACHING|SANITIZER|CSORCH_"
+    # a compiler switch in a string: `__attribute__((optimize("no-sanitize=address")))`, a
+    # setup.py's extra_compile_args
+    r"|-?f?no-sanitize|-fsanitize"
 )
 
 _C_TOKEN = re.compile(
@@ -78,6 +83,16 @@ _C_TOKEN = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
+
+#: the rules' identity, recorded with every build's opt-outs: `csorch verify` reads a
+#: kept tree again only under the rules it was read with (a csorch whose rules changed
+#: since does not call a genuine older bundle edited)
+RULES = hashlib.sha256(
+    "\n".join(
+        [*sorted(ATTRIBUTES), RUNTIME.pattern, *sorted(FINDS_MORE), ENVIRONMENT.pattern,
+         _C_TOKEN.pattern]
+    ).encode()
+).hexdigest()[:16]  # fmt: skip
 
 
 def marker(word: str) -> str:

@@ -74,6 +74,7 @@ class Build(Record):
     #: the checker opt-outs in the variant's tree, "MARKER PATH:LINE" (carry/optouts.py),
     #: read from the tree at every run: a fix that adds one does not pass (judge/optouts)
     opt_outs: tuple[str, ...] = ()
+    opt_out_rules: str = ""  # the identity of the rules that found them (carry/optouts.RULES)
 
 
 @dataclass(frozen=True)

@@ -285,7 +285,8 @@ def build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
     opt-outs of its tree read again (carry/optouts.py: never taken from the cache entry),
     before the build could write into the tree. Raises BuildError."""
     found = optouts.scan(tree.root, sources.walk_source(tree.root))
-    return dataclasses.replace(_build(variant, tree, ctx), opt_outs=found)
+    made = _build(variant, tree, ctx)
+    return dataclasses.replace(made, opt_outs=found, opt_out_rules=optouts.RULES)
 
 
 def _build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:

@@ -427,10 +427,13 @@ def test_a_cache_entry_rebuilt_since_the_run_is_not_checkable_not_tampered(tmp_p
     assert "not checkable" in done.stdout and "rebuilt since the run" in done.stdout
 
 
-def test_a_fixs_opt_out_deleted_from_results_json_does_not_verify(tmp_path):
+@pytest.mark.parametrize("rules", ["kept", "older"])
+def test_a_fixs_opt_out_deleted_from_results_json_does_not_verify(tmp_path, rules):
     """A fix that hides the read from ASan (no_sanitize_address) is INCONCLUSIVE; deleting
     the opt-out from results.json, turning the verdict PASS and re-hashing the manifest
-    is caught: the bundle keeps the fix's tree, and verify reads its opt-outs again."""
+    is caught: the bundle keeps the fix's tree, and verify reads its opt-outs again. So
+    is the same edit that also claims the opt-outs were read by an older csorch's rules
+    (which verify does not hold a genuine older bundle to): its PASS does not stand."""
     hide = (E2E / "hide-oob-attribute.patch").as_posix()
     text = CPROG.replace("@E2E@/fix-oob.patch", hide)
     text = text.replace("@CASES@", "  - {name: sum, command: [./pick]}")
@@ -443,11 +446,17 @@ def test_a_fixs_opt_out_deleted_from_results_json_does_not_verify(tmp_path):
     results = load(bundle / "results.json")
     for b in results["builds"]:
         b["opt_outs"] = []
+        if rules == "older":
+            b["opt_out_rules"] = ""
     results["verdict"] = "pass"
     results["judgement"].update(verdict="pass", reasons=["fixed removes every target"])
     save(bundle / "results.json", results)
     rehash(bundle)
     done = invoke("verify", str(bundle), "--problems-only")
     assert done.exit_code == ExitCode.FAIL, done.output
-    assert "records 0 checker opt-out(s) in the kept files of variant fixed" in done.output
-    assert "no_sanitize_address pick.c:6" in done.output
+    if rules == "kept":
+        assert "records 0 checker opt-out(s) in the kept files of variant fixed" in done.output
+        assert "no_sanitize_address pick.c:6" in done.output
+    else:
+        assert "read by this csorch's opt-out rules, fix fixed adds no_sanitize_address " \
+            "(pick.c:6)" in done.output and "the recorded PASS does not stand" in done.output

@@ -18,6 +18,7 @@ static const char *e = "ASAN_OPTIONS";
 void g(char *p) { ASAN_POISON_MEMORY_REGION(p, 1); __asan_poison_memory_region(p, 1); }
 void h(char *p) { __asan_unpoison_memory_region(p, 1); puts("no sanitizer here"); }
 const char *r = R"x(CUDA_INJECTION64_PATH)x";
+__attribute__((optimize("no-sanitize=address"))) int k(int *p) { return p[2]; }
 """
 
 PY = '''"""Runs under compute-sanitizer; reads SANITIZER settings (a docstring: not code)."""
@@ -41,6 +42,7 @@ def test_c_family_marks_are_read_from_code_and_literals_only() -> None:
         ("ASAN_OPTIONS", 6),
         ("__asan_unpoison_memory_region", 9),
         ("CUDA_INJECTION", 10),
+        ("no-sanitize", 11),
     ]
 
 
