@@ -14,7 +14,10 @@ program is the fixed twin of `control_source(defect)`, plus, in order:
 - `carrier`: where the defect happens: in the process itself, in a forked child (no
   exec) after its parent has exited, in a setsid + double-fork daemon, in an exec'd child
   the parent waits for, at the end of a chain of execs of itself, in an exec'd daemon;
-- `ending`: return, _exit, a signal it sends itself, or a sleep past the timeout.
+- `ending`: return, _exit, a signal it sends itself, or a sleep past the timeout;
+- `hides`: the defect hidden from the checker in the source itself: `sum` exempt from
+  instrumentation (`no_sanitize_address`), or clipped where `__SANITIZE_ADDRESS__` says
+  ASan watches (the overflow only: a use-after-free still happens).
 The defect ("none" is a carrier that only does the good sum) is the experiment's target:
 a heap-buffer-overflow or heap-use-after-free read in `sum`.
 """
@@ -35,6 +38,7 @@ FDS = ("close-1", "close-2", "null-2", "2-to-1", "1-to-2", "close-others")
 ENVS = ("unset-asan-options", "unset-ld-preload", "asan-to-stderr", "unset-started")
 WRITES = ("source", "home", "tmp")
 ENDINGS = ("return", "_exit", "exit-1", "sigkill", "sigsegv", "abort", "sleep")
+HIDES = ("", "attribute", "has-feature")
 
 _SUM = """\
 static int sum(const int *values, int n) {
@@ -123,6 +127,18 @@ class Subject:
     storm: int
     ending: str
     late_ms: int  # how long a straggler waits before its defect
+    hides: str = ""  # one of HIDES
+
+    def _sum(self) -> str:
+        if self.hides == "attribute":
+            return "__attribute__((no_sanitize_address))\n" + _SUM
+        if self.hides == "has-feature":
+            return _SUM.replace(
+                "    int total = 0;\n",
+                "    int total = 0;\n"
+                "#if defined(__SANITIZE_ADDRESS__)\n    if (n > 8) n = 8;\n#endif\n",
+            )
+        return _SUM
 
     @property
     def straggles(self) -> bool:
@@ -168,7 +184,7 @@ static char *self_path;
 static char *token;
 static char logs_dir[4096];  /* where the checker's log goes: the launch's logs */
 
-{_SUM}
+{self._sum()}
 static void defect(void) {{
     int *values = malloc(8 * sizeof *values);
     for (int i = 0; i < 8; ++i)
@@ -283,4 +299,5 @@ def subjects(envs: st.SearchStrategy[tuple[str, ...]] | None = None) -> st.Searc
         storm=st.integers(0, 24),
         ending=st.sampled_from(ENDINGS),
         late_ms=st.integers(50, 600),
+        hides=st.sampled_from(HIDES),
     )  # fmt: skip

@@ -3,7 +3,9 @@ backend with the sandbox on, and held to the promises of docs/threat-model.md ra
 to one expected output:
 - a fix that still does the control's defect, however it hides it (another process, a
   daemon, closed or redirected descriptors, forged reports or markers, a signal, a sleep
-  past the timeout), is never PASS: FAIL, or INCONCLUSIVE with a reason (sections 1, 6);
+  past the timeout, an attribute or macro in its source), is never PASS: FAIL, or
+  INCONCLUSIVE with a reason (sections 1, 2, 6); and but for a hiding in its source, not
+  even when the rule on checker opt-outs (section 2) is left out;
 - a fix without the defect gets no finding from what it prints (section 1);
 - no process of the try outlives csorch, and nothing it leaves writes into the finished
   bundle (section 6; while its main process runs, the launch's logs are writable to it);
@@ -26,6 +28,9 @@ from gen_promises import alive_with, answered, csorch, needs_sandbox, profile, s
 from gen_subjects import ENVS, KIND, Subject, control_source, subjects
 from hypothesis import example, given
 from hypothesis import strategies as st
+
+from orchestrator import judge
+from orchestrator.bundle.read import records
 
 CPROG = Path(__file__).resolve().parents[2] / "fixtures" / "e2e" / "cprog"
 TIMEOUT_S = 6  # per attempt: a subject that sleeps past it is stopped this soon
@@ -84,11 +89,19 @@ def _try(shared: Path, subject: Subject, plain: bool) -> None:
     bundle = snapshot(out)
     verdict = results["verdict"]
 
+    # judged as if the fix added no checker opt-out: the subjects' own scaffolding reads
+    # ASAN_OPTIONS (an opt-out), which must not be what keeps a hidden defect from passing
+    recs = records(results, out / "results.json")
+    beneath = judge.causality(recs.experiment, recs.attempts, judge.failed_builds(recs.builds))
     if subject.defect != "none":
         assert verdict != "pass", f"a hidden defect passed\n{subject}\n{said(done)}"
         assert done.returncode in (1, 3), said(done)
         if verdict == "inconclusive":
             assert results["judgement"]["reasons"], said(done)
+        if beneath.verdict.value == "pass":  # only the opt-out rule stood in its way
+            assert subject.hides, f"passed but for an opt-out\n{subject}\n{said(done)}"
+            assert any("no_sanitize_address" in r or "__SANITIZE_ADDRESS__" in r
+                       for r in results["judgement"]["reasons"]), said(done)  # fmt: skip
     fixed_findings = [
         f for a in results["attempts"] if a["variant"] == "fixed" for f in a["parse"]["findings"]
     ]
@@ -138,6 +151,14 @@ HOLDING_ENV = ENVS
 @example(
     subject=Subject("use-after-free", "exec-chain", (("markers", 1),), ("close-others",),
                     ("unset-ld-preload",), ("source", "tmp"), 5, "sigkill", 100), plain=True,
+)  # fmt: skip
+@example(
+    subject=Subject("overflow", "inline", (), (), (), (), 0, "return", 100, "attribute"),
+    plain=False,
+)  # fmt: skip
+@example(
+    subject=Subject("overflow", "fork-late", (), (), (), (), 0, "return", 100, "has-feature"),
+    plain=False,
 )  # fmt: skip
 def test_a_hostile_subject_keeps_every_promise(shared: Path, subject: Subject, plain: bool):
     needs_sandbox()
