@@ -36,8 +36,10 @@ for b in r["builds"]:
 PYEOF
   done > $L/builds-$name.txt 2>&1
 }
-v off CSORCH_CACHE_DIR=/tmp/cache-off CSORCH_SANDBOX=0 CSORCH_NO_COMPILE_CACHE=1
-v nocc CSORCH_CACHE_DIR=/tmp/cache-nocc CSORCH_NO_COMPILE_CACHE=1
+if [ -z "$QUICK" ]; then  # QUICK=1: cold, warm, carried and headfull only
+  v off CSORCH_CACHE_DIR=/tmp/cache-off CSORCH_SANDBOX=0 CSORCH_NO_COMPILE_CACHE=1
+  v nocc CSORCH_CACHE_DIR=/tmp/cache-nocc CSORCH_NO_COMPILE_CACHE=1
+fi
 v cold CSORCH_CACHE_DIR=/tmp/cache-cold
 mkdir -p /tmp/cache-warm && cp -a /tmp/cache-cold/ccache /tmp/cache-warm/
 v warm CSORCH_CACHE_DIR=/tmp/cache-warm
@@ -67,11 +69,13 @@ def sigs(run):
                    for fr in f.get("frames", [])[:3]])
                 for f in found)
     return out
-runs = {n: sigs(n) for n in ("off", "nocc", "cold", "warm")}
+import os
+names = [n for n in ("off", "nocc", "cold", "warm") if os.path.isdir(f"/tmp/val-{n}")]
+runs = {n: sigs(n) for n in names}
 print("attempts", {n: len(s) for n, s in runs.items()},
       "with findings", sum(1 for v in runs["cold"].values() if v))
-for n in ("nocc", "cold", "warm"):
-    print(f"off == {n} (findings, frames included):", runs["off"] == runs[n])
+for n in names[1:]:
+    print(f"{names[0]} == {n} (findings, frames included):", runs[names[0]] == runs[n])
 PYEOF
 grep -rlE "straggler|Read-only file system" /tmp/val-cold /tmp/val-warm 2>/dev/null | head -20 > $L/ro-hits.txt; wc -l < $L/ro-hits.txt
 ls $L | wc -l
