@@ -70,7 +70,34 @@ def judged(
     """`causality` of the attempts with what the builds say: which failed, and the
     checker opt-outs of each variant's tree. What every caller judges a bundle with."""
     builds = tuple(builds)
-    return causality(experiment, attempts, failed_builds(builds), optouts.of(builds))
+    forms = {b.variant: b.case_forms for b in builds if b.ok and b.case_forms}
+    return causality(experiment, attempts, failed_builds(builds), optouts.of(builds), forms)
+
+
+def other_tests(fix: str, controls: Sequence[str], forms: Mapping[str, Sequence[str]]) -> list[str]:
+    """Under `cases_from: variant`, one reason per control whose own tests differ from the
+    fix's (a file added, removed, or changed beyond comments and docstrings): the fix's
+    clean run may be its test's doing, not its code's."""
+    if fix not in forms:
+        return []
+    mine = dict(f.rpartition(" ")[::2] for f in forms[fix])
+    out = []
+    for control in controls:
+        if control not in forms:
+            continue
+        theirs = dict(f.rpartition(" ")[::2] for f in forms[control])
+        differ = sorted(p for p in mine.keys() | theirs.keys() if mine.get(p) != theirs.get(p))
+        if differ:
+            how = "changes" if differ[0] in mine and differ[0] in theirs else (
+                "adds" if differ[0] in mine else "removes")  # fmt: skip
+            more = f" (+{len(differ) - 1} more file(s))" if len(differ) > 1 else ""
+            out.append(
+                f"fix {fix} {how} its own test {differ[0]}{more} against control {control} "
+                "(cases_from: variant runs each variant's own tests): the fix's clean run "
+                "may be its test's doing; run every variant on one test (cases_from: "
+                "config) or keep the tests the same"
+            )
+    return out
 
 
 # --- causality ----------------------------------------------------------------------
@@ -378,9 +405,11 @@ def causality(
     attempts: Iterable[Attempt],
     failed_builds: Mapping[str, str] | None = None,
     opt_outs: Mapping[str, Sequence[str]] | None = None,
+    case_forms: Mapping[str, Sequence[str]] | None = None,
 ) -> Judgement:
     """The experiment's causality verdict; `failed_builds` maps variant -> error,
-    `opt_outs` variant -> the checker opt-outs in its tree (judge/optouts.py)."""
+    `opt_outs` variant -> the checker opt-outs in its tree (judge/optouts.py),
+    `case_forms` variant -> its own test files under `cases_from: variant` (run/cases.py)."""
     expect = experiment.expect
     if expect is None:
         return Judgement(Verdict.INCONCLUSIVE, ("the experiment states no expectations",))
@@ -394,6 +423,7 @@ def causality(
         if v in failed_builds
     ]
     unsure += optouts.reasons(expect.fix, expect.controls, opt_outs or {})
+    unsure += other_tests(expect.fix, expect.controls, case_forms or {})
 
     k_of = _k_of(experiment)
     targets = _targets(index, k_of)

@@ -75,6 +75,9 @@ class Build(Record):
     #: read from the tree at every run: a fix that adds one does not pass (judge/optouts)
     opt_outs: tuple[str, ...] = ()
     opt_out_rules: str = ""  # the identity of the rules that found them (carry/optouts.RULES)
+    #: under `cases_from: variant`, the variant's own test files, "PATH DIGEST" (run/cases.py
+    #: forms): a fix whose tests differ from its controls' does not pass (judge/causality)
+    case_forms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

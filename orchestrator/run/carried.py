@@ -45,10 +45,10 @@ from orchestrator.model import (
     Verdict,
 )
 from orchestrator.model.job import Job, slot
+from orchestrator.run.cases import PYTEST_FILES
 from orchestrator.run.sources import entry, walk_source
 
 #: the files above a case's directory that pytest reads before the case: they count
-PYTEST_FILES = ("conftest.py", "pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 #: what of the host a stored verdict depends on besides the trees and the binaries
 HOST_KEYS = ("python", "torch", "torch_cuda", "gpus", "driver", "compute_sanitizer", "asan_runtime")
 

@@ -40,8 +40,7 @@ from orchestrator.host import Facts
 from orchestrator.judge import tallies
 from orchestrator.model import Attempt, Build, CasesFrom, Experiment, SourceTree, Variant
 from orchestrator.model.job import Job, slot
-from orchestrator.run import build, carried, contexts, environment, lock, resume, sources
-from orchestrator.run.cases import cases_root
+from orchestrator.run import build, carried, cases, contexts, environment, lock, resume, sources
 from orchestrator.run.events import QUIET, Listener
 from orchestrator.run.journal import Journal
 from orchestrator.run.options import Options, racecheck_workers, work_dir
@@ -211,9 +210,12 @@ class _Run:
         try:
             tree = self.workspace.materialize(variant, self.experiment.source_for(variant))
             self.keep(tree)
+            tests = cases.forms(self.experiment, tree.root)  # before the build may write
             done = build.build(variant, tree, self.build_ctx)
             if self.experiment.cases_from is CasesFrom.VARIANT:
-                done = dataclasses.replace(done, cases_root=cases_root(self.experiment, tree))
+                done = dataclasses.replace(
+                    done, cases_root=cases.cases_root(self.experiment, tree), case_forms=tests
+                )
         except BuildError as exc:
             detail = f"{exc.message}\n{exc.log_tail}" if exc.log_tail else exc.message
             done = Build(

@@ -452,3 +452,19 @@ def test_a_swapped_claim_names_what_the_fix_itself_shows() -> None:
     assert "the wrong way round?" in reason
     both = [attempts[0], factories.attempt("control", "memcheck", "case", 0, uaf)]
     assert all("wrong way" not in r for r in judge.causality(exp, both).reasons)
+
+
+def test_a_fix_whose_own_tests_differ_is_named_per_control() -> None:
+    from orchestrator.judge.causality import other_tests
+
+    control = ("tests/test_x.py ast:aa", "tests/conftest.py ast:cc")
+    assert other_tests("fixed", ("control",), {"fixed": control, "control": control}) == []
+    changed = ("tests/test_x.py ast:bb", "tests/conftest.py ast:cc")
+    (why,) = other_tests("fixed", ("control",), {"fixed": changed, "control": control})
+    assert why.startswith("fix fixed changes its own test tests/test_x.py against control")
+    added = (*control, "tests/data/big.bin 00ff")
+    (why,) = other_tests("fixed", ("control", "release"), {"fixed": added, "control": control})
+    assert why.startswith("fix fixed adds its own test tests/data/big.bin against control")
+    (why,) = other_tests("fixed", ("control",), {"fixed": control[:1], "control": control})
+    assert "removes its own test tests/conftest.py" in why
+    assert other_tests("fixed", ("control",), {"control": control}) == []  # nothing to compare
