@@ -22,13 +22,13 @@ from orchestrator.backends import Backend, channel
 from orchestrator.bundle import trees
 from orchestrator.bundle.layout import LOGS, RESULTS
 from orchestrator.bundle.read import Records, records
-from orchestrator.carry import optouts
+from orchestrator.carry import caseforms, optouts
 from orchestrator.errors import CsorchError
 from orchestrator.executors import slurm
 from orchestrator.files import read_json
 from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.judge import optouts as judge_optouts
-from orchestrator.model import Attempt, Checker, ParseResult, Verdict
+from orchestrator.model import Attempt, CasesFrom, Checker, ParseResult, Verdict
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,43 @@ def _opt_outs(root: Path, recs: Records) -> list[Problem]:
     return out
 
 
+def _case_forms(root: Path, recs: Records) -> list[Problem]:
+    """Under `cases_from: variant`, each build's own case files (carry/caseforms.py) read
+    again from its tree as the bundle keeps it: the listing names every file and its
+    digest, the kept sources give a Python file's AST (one not kept is not compared)."""
+    if recs.experiment.cases_from is not CasesFrom.VARIANT:
+        return []
+    out = []
+    for build in recs.builds:
+        if not build.ok:
+            continue
+        try:
+            tree = trees.load(root, build.variant)
+            again = dict(
+                f.rpartition(" ")[::2]
+                for f in caseforms.forms(recs.experiment, tree.listing, tree.read)
+            )
+        except trees.TreeError as exc:
+            if "absent" not in str(exc):
+                out.append(Problem(trees.relpath(build.variant), build.variant, str(exc)))
+            continue
+        said = dict(f.rpartition(" ")[::2] for f in build.case_forms)
+        differ = sorted(
+            p
+            for p in said.keys() | again.keys()
+            if said.get(p) != again.get(p)
+            and not (p in said and p in again and not again[p].startswith(caseforms.AST))
+        )
+        if differ:
+            out.append(
+                Problem(RESULTS, build.variant, f"results.json records variant "
+                        f"{build.variant}'s own test files as {len(said)} file(s); its kept "
+                        f"tree holds {len(again)} ({differ[0]} differs): results.json was "
+                        "edited after the run")
+            )  # fmt: skip
+    return out
+
+
 def problems(root: Path | str, listed: set[str]) -> list[Problem]:
     """Where results.json and the logs (`listed` by the manifest) disagree."""
     root = Path(root)
@@ -194,7 +231,7 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
                 Problem(rel, "", "a log no attempt in results.json claims: an attempt removed "
                         "from results.json")
             )  # fmt: skip
-    out += _verdict(results, recs) + _opt_outs(root, recs)
+    out += _verdict(results, recs) + _opt_outs(root, recs) + _case_forms(root, recs)
     if backend is None:
         return out
     for attempt in recs.attempts:

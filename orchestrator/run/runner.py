@@ -209,8 +209,8 @@ class _Run:
         tree = None
         try:
             tree = self.workspace.materialize(variant, self.experiment.source_for(variant))
-            self.keep(tree)
-            tests = cases.forms(self.experiment, tree.root)  # before the build may write
+            listing = self.keep(tree)
+            tests = cases.forms(self.experiment, tree.root, listing)  # before the build
             done = build.build(variant, tree, self.build_ctx)
             if self.experiment.cases_from is CasesFrom.VARIANT:
                 done = dataclasses.replace(
@@ -230,14 +230,16 @@ class _Run:
         has_log = (self.bundle.root / log).exists()
         return tree, dataclasses.replace(done, log=log if has_log else None)
 
-    def keep(self, tree: SourceTree) -> None:
+    def keep(self, tree: SourceTree) -> dict[str, str]:
         """Keep the tree the variant is built from in the bundle (bundle/trees.py), before
-        its build may write into it: what a later run carries this verdict against."""
+        its build may write into it: what a later run carries this verdict against. Its
+        listing."""
         listing = sources.listing(tree.root)
         where = {p: tree.root / p for p in listing}
         with self.lock:
             kept = trees.store(self.bundle.root, tree.variant, listing, where, self.keep_budget)
         self.bundle.cover(kept)
+        return listing
 
     def forget(self, job: Job) -> None:
         """On resume, drop what an earlier session left of a job that is not kept."""

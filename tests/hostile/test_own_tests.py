@@ -8,6 +8,7 @@ whose defect is a wrong result (the target: the case's failure in the plain run)
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import subprocess
@@ -93,3 +94,38 @@ def test_a_fix_of_the_code_passes_its_test_reworded_or_not(tmp_path: Path, rewor
     assert results["verdict"] == "pass"
     fixed = next(b for b in results["builds"] if b["variant"] == "fixed")
     assert [f.split()[0] for f in fixed["case_forms"]] == ["tests/test_calc.py"]
+
+
+def _rehash(out: Path) -> None:
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["results"]["sha256"] = hashlib.sha256((out / "results.json").read_bytes()).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+@pytest.mark.parametrize("edit", ["same-as-control", "dropped"])
+def test_a_fixs_own_tests_edited_in_results_json_do_not_verify(tmp_path: Path, edit) -> None:
+    """The bent test's INCONCLUSIVE turned PASS by making the fix's recorded case files the
+    control's (or none), the manifest re-hashed: verify reads them again from the tree the
+    bundle keeps (its listing and the kept test file) and says results.json was edited."""
+    done, results = _run(tmp_path, test=TEST.replace("== 4", "== 0"))
+    out = tmp_path / "out"
+    verified = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "verify", str(out)], capture_output=True,
+        text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    builds = {b["variant"]: b for b in results["builds"]}
+    builds["fixed"]["case_forms"] = builds["control"]["case_forms"] if edit != "dropped" else []
+    if edit == "dropped":
+        builds["control"]["case_forms"] = []
+    results["verdict"] = "pass"
+    results["judgement"].update(verdict="pass", reasons=["fixed removes every target"])
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    _rehash(out)
+    verified = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "verify", str(out), "--problems-only"],
+        capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )  # fmt: skip
+    assert verified.returncode == 1, verified.stdout + verified.stderr
+    assert "own test files" in verified.stdout and "tests/test_calc.py differs" in verified.stdout
