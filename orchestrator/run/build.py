@@ -211,7 +211,8 @@ def _units(
         ]
         area = units.areas(tree, out, since)
         found = units.problems(records, ctx.sanitizer, area, built)
-        found += debuginfo.checked(built, ctx.sanitizer, area.show)
+        system = debuginfo.archived(units.system_archives(records, area))
+        found += debuginfo.checked(built, ctx.sanitizer, area.show, system)
         if found:
             more = (
                 f" (+{len(found) - units.MAX_PROBLEMS} more)"

@@ -16,7 +16,9 @@ Read from each ELF library and program the build made:
 The C runtime's start-up functions (crt1.o, crti.o, crtbegin.o: built without debug
 information by the toolchain) may lie outside any unit, one each; so may the sanitizer's
 own constructor and destructor that the compiler adds to each instrumented unit (local,
-no more of each than there are units that carry the sanitizer).
+no more of each than there are units that carry the sanitizer), and a function that a
+system or toolchain archive the link read defines (`libcudadevrt.a`, a static
+`libstdc++.a`: units.system_archives, the archive itself read for its symbols).
 
 The reader is pure Python (DWARF 2 to 5: .debug_info's first entry of each unit, its
 .debug_abbrev, .debug_str, .debug_line_str, .debug_str_offsets, .debug_addr, and the
@@ -499,10 +501,25 @@ def carries(producer: str, sanitizer: str) -> str:
     return ""
 
 
-def problems(data: bytes, sanitizer: str, shown: str) -> list[str]:
+def archived(paths: Iterable[str]) -> frozenset[str]:
+    """The functions the objects of the ar archives at `paths` define."""
+    out: set[str] = set()
+    for path in paths:
+        for _name, body in records.members(path) or []:
+            try:
+                out.update(f.name for f in functions(body))
+            except (sections.NotELF, struct.error, IndexError):
+                continue
+    return frozenset(out)
+
+
+def problems(
+    data: bytes, sanitizer: str, shown: str, system: frozenset[str] = frozenset()
+) -> list[str]:
     """What in the linked binary `data` (named `shown`) is not instrumented with
     `sanitizer`, function by function, read from its own debug information; [] when every
-    function lies in a unit that carries it."""
+    function lies in a unit that carries it (or, outside every unit, is one of `system`:
+    what a system archive the link read defines)."""
     head = data[:18]
     if len(head) < 18 or int.from_bytes(head[16:18], "little" if head[5] == 1 else "big") not in (
         ET_EXEC,
@@ -540,6 +557,8 @@ def problems(data: bytes, sanitizer: str, shown: str) -> list[str]:
             if f.local and PER_UNIT.match(f.name) and per_unit.get(f.name, 0) < instrumented:
                 per_unit[f.name] = per_unit.get(f.name, 0) + 1
                 continue
+            if f.name in system:
+                continue
             out.append(
                 f"{shown}: function {f.name or hex(f.address)} lies in no unit compiled with "
                 "debug information (compiled past csorch's wrappers, or its debug information "
@@ -553,7 +572,12 @@ def problems(data: bytes, sanitizer: str, shown: str) -> list[str]:
     return out
 
 
-def checked(binaries: Iterable[Path], sanitizer: str, show: Callable[[Path], str]) -> list[str]:
+def checked(
+    binaries: Iterable[Path],
+    sanitizer: str,
+    show: Callable[[Path], str],
+    system: frozenset[str] = frozenset(),
+) -> list[str]:
     """problems() of each ELF library and program among `binaries` (objects, archives and
     files that are not ELF pass: what runs is what was linked)."""
     out: list[str] = []
@@ -565,5 +589,5 @@ def checked(binaries: Iterable[Path], sanitizer: str, show: Callable[[Path], str
             data = files.read_bytes(path, records.LINKED)
         except OSError:
             continue  # gone since: the record's check names what it linked
-        out += problems(data, sanitizer, show(path))
+        out += problems(data, sanitizer, show(path), system)
     return out

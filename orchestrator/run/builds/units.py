@@ -154,6 +154,13 @@ def _head(path: str, n: int = 18) -> bytes:
 def _members(path: str) -> list[tuple[str, str]] | None:
     """(name, sha256) of each member of a GNU/BSD ar archive (symbol tables skipped); None
     when it is not one that can be read (a thin archive names files: its paths)."""
+    found = members(path)
+    return None if found is None else [(n, hashlib.sha256(b).hexdigest()) for n, b in found]
+
+
+def members(path: str) -> list[tuple[str, bytes]] | None:
+    """(name, bytes) of each member of the GNU/BSD ar archive at `path` (symbol tables
+    skipped); None when it is not one that can be read (a thin archive names files)."""
     try:
         data = files.read_bytes(Path(path), LINKED)
     except OSError:
@@ -183,7 +190,23 @@ def _members(path: str) -> list[tuple[str, str]] | None:
         elif name.startswith("/") and name[1:].isdigit():
             start = int(name[1:])
             name = names[start : names.find(b"/\n", start)].decode("utf-8", "replace")
-        out.append((name.rstrip("/"), hashlib.sha256(body).hexdigest()))
+        out.append((name.rstrip("/"), body))
+    return out
+
+
+def system_archives(records: Sequence[Compile], area: Areas) -> list[str]:
+    """The archives the recorded links read that are the system's or the toolchain's
+    (outside the build's areas, older than the build, still the bytes the link read)."""
+    out = []
+    for c in records:
+        for path, sha, mtime, kind in c.inputs if c.links else ():
+            if kind != "ar" or area.made(path, mtime) or path in out:
+                continue
+            try:
+                if Path(path).is_file() and file_digest(Path(path), LINKED) == sha:
+                    out.append(path)
+            except OSError:
+                continue
     return out
 
 

@@ -238,3 +238,29 @@ def test_an_object_from_outside_the_build_older_than_it_is_named(tmp_path: Path)
     makefile = f"prog: main.o\n\t$(CC) -o prog main.o {elsewhere / 'bad.o'} $(LDFLAGS)\n"
     why = _fails(tmp_path, makefile)
     assert f"{elsewhere / 'bad.o'} (linked into prog) was made by no recorded compile" in why
+
+
+def test_a_system_archive_without_debug_information_passes(tmp_path: Path) -> None:
+    # a static library from outside the build, older than it (libcudadevrt.a, a static
+    # libstdc++): its functions lie in no unit of the program, and are the system's
+    elsewhere = tmp_path / "system"
+    elsewhere.mkdir()
+    (elsewhere / "help.c").write_text("int helper(int x) { return x + 1; }\n")
+    subprocess.run(["gcc", "-O2", "-c", "help.c", "-o", "help.o"], cwd=elsewhere, check=True)
+    subprocess.run(["ar", "rcs", "libhelp.a", "help.o"], cwd=elsewhere, check=True)
+    main = "int helper(int x);\nint main(void) { return helper(-1); }\n"
+    makefile = (
+        f"prog: main.o\n\t$(CC) -o prog main.o -L{elsewhere} -lhelp $(LDFLAGS)\n"
+        "main.o: main.c\n\t$(CC) $(CFLAGS) -c main.c -o main.o\n"
+    )
+    tree = _subject(tmp_path, makefile, **{"main.c": main})
+    done = build.build(_make(), tree, _context(tmp_path))
+    assert done.ok and done.units == ("main.c",)
+    # the same archive made by the build itself is its own, and named
+    makefile = (
+        "prog: main.o libhelp.a\n\t$(CC) -o prog main.o -L. -lhelp $(LDFLAGS)\n"
+        "libhelp.a: help.c\n\t/usr/bin/gcc -c help.c -o help.o && ar rcs libhelp.a help.o\n"
+    )
+    own = {"main.c": main, "help.c": "int helper(int x) { return x; }\n"}
+    why = _fails(tmp_path / "own", makefile, **own)
+    assert "help.o in libhelp.a (linked into prog) was made by no recorded compile" in why
