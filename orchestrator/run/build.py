@@ -322,6 +322,7 @@ def _build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                         nvcc_host=bool(ctx.sanitizer),
                         launcher=cc.launcher() if cc is not None else (),
                         launcher_env=cc.env(tree.root, out) if cc is not None else None,
+                        keep_debug=bool(ctx.sanitizer),
                     )
                 produced, release = _make(variant, tree.root, out, step, ctx)
                 environment.install(out, step, ctx)

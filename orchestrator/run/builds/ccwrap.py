@@ -131,6 +131,33 @@ def _outputs(mode, sources, output, cwd):
     return [os.path.join(cwd, "a.out")] if mode != "other" else []
 
 
+#: a link's switches that strip its output: left out under a sanitizer (`keep_debug`)
+STRIPS = frozenset({"-s", "--strip-all", "--strip-debug", "-S", "--strip-unneeded"})
+LINKER_PASS = ("-Xlinker", "--linker-options")
+
+
+def unstripped(args):
+    """`args` without the switches that strip a link's output: `-s`, and those that
+    `-Wl,` or `-Xlinker` hand to the linker (`-s`, `-S`, `--strip-all`, `--strip-debug`)."""
+    out, skip = [], False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if a == "-s":
+            continue
+        if a.startswith("-Wl,"):
+            kept = [w for w in a[4:].split(",") if w not in STRIPS]
+            if kept:
+                out.append("-Wl," + ",".join(kept))
+            continue
+        if a in LINKER_PASS and i + 1 < len(args) and args[i + 1] in STRIPS:
+            skip = True
+            continue
+        out.append(a)
+    return out
+
+
 def added(cfg, mode, nvcc):
     """The checker's flags this invocation gets (nvcc: host flags through -Xcompiler)."""
     flags = []
@@ -156,6 +183,8 @@ def main(argv):
     os.environ[ACTIVE] = ":".join([*active, name]).strip(":")
     nvcc = os.path.basename(real).startswith("nvcc")
     mode, sources, inputs, output, libdirs, libs = parse(_expand(args))
+    if cfg.get("keep_debug") and mode in ("link", "compile+link"):
+        args = unstripped(args)
     command = [*cfg["launcher"], real, *args, *added(cfg, mode, nvcc)]
     cwd = os.getcwd()
     link_inputs = []

@@ -137,12 +137,16 @@ def make(
     nvcc_host: bool,
     launcher: Sequence[str] = (),
     launcher_env: Mapping[str, str] | None = None,
+    keep_debug: bool = False,
 ) -> Wrappers:
     """Write the wrapper directory of a build whose output is `out`: a stub per compiler
     found on the build's PATH (`env`'s, else csorch's), adding `flags` (host flags to nvcc
     through -Xcompiler where `nvcc_host`), recording into out/units.jsonl. `launcher`
     (an absolute argv prefix, a compiler cache) goes before every real compiler, with
-    `launcher_env` in the build's environment."""
+    `launcher_env` in the build's environment. `keep_debug` (under a sanitizer): a link's
+    own switches that strip the output (`-s`, `-Wl,--strip-all`, ...) are left out, so
+    that the binary keeps the debug information its per-unit proof and its reports' file:
+    line read (run/builds/debuginfo.py)."""
     out = out.absolute()  # the stubs run in any directory
     directory = files.make_dirs(out / DIR, root=out)
     named = [env.get(v) or os.environ.get(v) for v in ("CC", "CXX", "PYTORCH_NVCC")]
@@ -163,6 +167,7 @@ def make(
                 "ldflags": list(flags.ldflags),
                 "nvcc_host": nvcc_host,
                 "launcher": list(launcher),
+                "keep_debug": keep_debug,
             }
         ),
         root=out,

@@ -264,3 +264,22 @@ def test_a_system_archive_without_debug_information_passes(tmp_path: Path) -> No
     own = {"main.c": main, "help.c": "int helper(int x) { return x; }\n"}
     why = _fails(tmp_path / "own", makefile, **own)
     assert "help.o in libhelp.a (linked into prog) was made by no recorded compile" in why
+
+
+@pytest.mark.parametrize("strip", ["-s", "-Wl,-s", "-Wl,--as-needed,--strip-all", "-Xlinker -S"])
+def test_a_link_that_strips_its_output_keeps_its_debug_information(tmp_path: Path, strip):
+    # a setup.py's extra_link_args=['-s'] (pytorch_cluster's): under a sanitizer the
+    # wrapper leaves it out, so that the program can be read unit by unit, and its
+    # reports name file:line
+    makefile = LINK.replace("$(LDFLAGS)", f"$(LDFLAGS) {strip}")
+    done = build.build(_make(), _subject(tmp_path, makefile), _context(tmp_path))
+    assert done.ok
+    linked = [
+        json.loads(line)
+        for line in (done.directory / "units.jsonl").read_text().splitlines()
+        if json.loads(line)["mode"] == "link"
+    ]
+    assert not set(strip.split()) & set(linked[0]["argv"]) - {"-Wl,--as-needed"}
+    assert "-Wl,--as-needed" in linked[0]["argv"] if "as-needed" in strip else True
+    run = subprocess.run([str(done.directory / "tree" / "prog")], capture_output=True, text=True)
+    assert "heap-buffer-overflow" in run.stderr and "bad.c:3" in run.stderr
