@@ -539,6 +539,7 @@ def problems(
     bad_units: dict[str, str] = {}
     instrumented = sum(1 for u in found if u.ranges and not carries(u.producer, sanitizer))
     per_unit: dict[str, int] = {}
+    outside: list[str] = []  # the functions in no unit
     lows = [s[0] for s in spans]
     for f in sorted(funcs, key=lambda f: f.address):
         i = bisect.bisect_right(lows, f.address) - 1
@@ -559,16 +560,21 @@ def problems(
                 continue
             if f.name in system:
                 continue
-            out.append(
-                f"{shown}: function {f.name or hex(f.address)} lies in no unit compiled with "
-                "debug information (compiled past csorch's wrappers, or its debug information "
-                "stripped)"
-            )
+            outside.append(f.name or hex(f.address))
             continue
         why = carries(unit.producer, sanitizer)
         if why and unit.name not in bad_units:
             bad_units[unit.name] = why
             out.append(f"{shown}: unit {unit.name or '(unnamed)'} (function {f.name}) {why}")
+    if len(outside) == 1:
+        out.insert(0, f"{shown}: function {outside[0]} lies in no unit compiled with debug "
+                      "information (compiled past csorch's wrappers, or its debug information "
+                      "stripped)")  # fmt: skip
+    elif outside:  # a stripped binary: every function; one line for them all
+        first = ", ".join(outside[:3])
+        out.insert(0, f"{shown}: {len(outside)} functions ({first}, ...) lie in no unit "
+                      "compiled with debug information (compiled past csorch's wrappers, "
+                      "or the binary stripped after its link)")  # fmt: skip
     return out
 
 
