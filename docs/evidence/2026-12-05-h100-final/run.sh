@@ -46,13 +46,15 @@ v warm CSORCH_CACHE_DIR=/tmp/cache-warm
 cp /tmp/val-warm/gate.json $L/gate-warm.json; cp /tmp/val-warm/report.md $L/report-warm.md
 sh docs/evidence/2026-12-05-h100-carry/comment-edit.sh . && git diff --stat -- ext > $L/head.diffstat
 EXTRA="VALIDATE_CARRY=/tmp/val-warm" v carried CSORCH_CACHE_DIR=/tmp/cache-warm
-mkdir -p /tmp/cache-head && cp -a /tmp/cache-cold/ccache /tmp/cache-head/
-v headfull CSORCH_CACHE_DIR=/tmp/cache-head
+if [ "$QUICK" != 2 ]; then  # QUICK=2: cold, warm and carried only (cold is the full run)
+  mkdir -p /tmp/cache-head && cp -a /tmp/cache-cold/ccache /tmp/cache-head/
+  v headfull CSORCH_CACHE_DIR=/tmp/cache-head
+fi
 cp /tmp/val-carried/gate.json $L/gate-carried.json; head -14 /tmp/val-carried/report.md > $L/report-carried.head
 grep -E "carried|gate:" $L/validate-carried.log | cut -c1-300 | head -12
 for run in warm carried; do for d in /tmp/val-$run/*/; do $PY -m orchestrator verify "$d" > $L/verify-$run-$(basename $d | cut -c1-30).txt 2>&1; echo "verify $run $(basename $d | cut -c1-30) rc=$?"; done; done
 B=$(ls -d /tmp/val-warm/*/ | head -1)
-for f in github junit sarif html markdown; do $PY -m orchestrator report "$B" -f $f -o $L/report.$f > /dev/null 2>&1; echo "report -f $f: rc=$?"; done
+[ "$QUICK" = 2 ] || for f in github junit sarif html markdown; do $PY -m orchestrator report "$B" -f $f -o $L/report.$f > /dev/null 2>&1; echo "report -f $f: rc=$?"; done
 $PY - <<'PYEOF' | tee $L/same-findings.txt
 import json, glob
 def sigs(run):
