@@ -11,11 +11,12 @@ no attempt) or one added (its log is not in the bundle). Reads files; prints not
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from orchestrator import backends, judge
 from orchestrator.backends import Backend, channel
@@ -29,6 +30,8 @@ from orchestrator.files import read_json
 from orchestrator.findings.signatures import fingerprint, signature
 from orchestrator.judge import optouts as judge_optouts
 from orchestrator.model import Attempt, CasesFrom, Checker, ParseResult, Verdict
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -101,36 +104,65 @@ def _verdict(results: Mapping[str, Any], recs: Records) -> list[Problem]:
     ]  # fmt: skip
 
 
-def _opt_outs(root: Path, recs: Records) -> list[Problem]:
+def _kept_trees(root: Path, recs: Records) -> tuple[dict[str, trees.Stored], list[Problem]]:
+    """The tree the bundle keeps of each variant that built, read once for every check
+    below, and a problem for each that cannot be read; a variant without one (a bundle of
+    a csorch that kept no trees) has none to read."""
+    kept: dict[str, trees.Stored] = {}
+    out = []
+    for build in recs.builds:
+        rel = trees.relpath(build.variant)
+        if not build.ok or not os.path.lexists(root / rel):
+            continue
+        try:
+            kept[build.variant] = trees.load(root, build.variant)
+        except trees.TreeError as exc:
+            out.append(Problem(rel, build.variant, str(exc)))
+    return kept, out
+
+
+def _read_again(variant: str, read: Callable[[], T], out: list[Problem]) -> T | None:
+    """`read()` of a variant's kept tree; None, and a problem, where a kept file is not
+    the one its listing names."""
+    try:
+        return read()
+    except trees.TreeError as exc:
+        out.append(Problem(trees.relpath(variant), variant, str(exc)))
+        return None
+
+
+def _opt_outs(recs: Records, kept: Mapping[str, trees.Stored]) -> list[Problem]:
     """Each build's checker opt-outs against its tree as the bundle keeps it: the files
     kept are read again (carry/optouts.py). Read by the rules the run used, what
     results.json records of them must be what they hold. Read by other rules (an older
     csorch's, or a record that claims so), the bundle is not called edited, but a PASS
     whose fix adds an opt-out by this csorch's rules does not stand. A file not kept
-    cannot be read again; a bundle without trees has none to read."""
-    out = []
+    cannot be read again."""
+    out: list[Problem] = []
     again: dict[str, tuple[str, ...]] = {}
     for build in recs.builds:
-        if not build.ok:
+        tree = kept.get(build.variant) if build.ok else None
+        if tree is None:
             continue
-        try:
-            tree = trees.load(root, build.variant)
-            found = sorted(
-                m
-                for path in sorted(tree.kept)
-                if optouts.readable(path)
-                for m in optouts.marks(path, tree.read(path) or b"")
-            )
-        except trees.TreeError as exc:
-            if "absent" in str(exc):
-                continue  # a bundle of a csorch that kept no trees
-            out.append(Problem(trees.relpath(build.variant), build.variant, str(exc)))
+        found = _read_again(
+            build.variant,
+            lambda tree=tree: tuple(
+                sorted(
+                    m
+                    for path in sorted(tree.kept)
+                    if optouts.readable(path)
+                    for m in optouts.marks(path, tree.read(path) or b"")
+                )
+            ),
+            out,
+        )
+        if found is None:
             continue
-        again[build.variant] = tuple(found)
+        again[build.variant] = found
         if build.opt_out_rules != optouts.RULES:
             continue
-        said = sorted(
-            m for m in build.opt_outs if m.partition(" ")[2].rpartition(":")[0] in tree.kept
+        said = tuple(
+            sorted(m for m in build.opt_outs if m.partition(" ")[2].rpartition(":")[0] in tree.kept)
         )
         if found != said:
             extra = sorted(set(found) - set(said)) or sorted(set(said) - set(found))
@@ -152,26 +184,25 @@ def _opt_outs(root: Path, recs: Records) -> list[Problem]:
     return out
 
 
-def _case_forms(root: Path, recs: Records) -> list[Problem]:
+def _case_forms(recs: Records, kept: Mapping[str, trees.Stored]) -> list[Problem]:
     """Under `cases_from: variant`, each build's own case files (carry/caseforms.py) read
     again from its tree as the bundle keeps it: the listing names every file and its
     digest, the kept sources give a Python file's AST (one not kept is not compared)."""
     if recs.experiment.cases_from is not CasesFrom.VARIANT:
         return []
-    out = []
+    out: list[Problem] = []
     for build in recs.builds:
-        if not build.ok:
+        tree = kept.get(build.variant) if build.ok else None
+        if tree is None:
             continue
-        try:
-            tree = trees.load(root, build.variant)
-            again = dict(
-                f.rpartition(" ")[::2]
-                for f in caseforms.forms(recs.experiment, tree.listing, tree.read)
-            )
-        except trees.TreeError as exc:
-            if "absent" not in str(exc):
-                out.append(Problem(trees.relpath(build.variant), build.variant, str(exc)))
+        forms = _read_again(
+            build.variant,
+            lambda tree=tree: caseforms.forms(recs.experiment, tree.listing, tree.read),
+            out,
+        )
+        if forms is None:
             continue
+        again = dict(f.rpartition(" ")[::2] for f in forms)
         said = dict(f.rpartition(" ")[::2] for f in build.case_forms)
         differ = sorted(
             p
@@ -231,7 +262,8 @@ def problems(root: Path | str, listed: set[str]) -> list[Problem]:
                 Problem(rel, "", "a log no attempt in results.json claims: an attempt removed "
                         "from results.json")
             )  # fmt: skip
-    out += _verdict(results, recs) + _opt_outs(root, recs) + _case_forms(root, recs)
+    kept, unread = _kept_trees(root, recs)
+    out += _verdict(results, recs) + unread + _opt_outs(recs, kept) + _case_forms(recs, kept)
     if backend is None:
         return out
     for attempt in recs.attempts:
