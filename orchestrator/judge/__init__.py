@@ -5,6 +5,7 @@ from orchestrator.judge.causality import (  # noqa: F401 (the package's API)
     Hits,
     Judgement,
     causality,
+    expected_outcomes,
     failed_builds,
     judged,
     judged_findings,

@@ -134,6 +134,7 @@ class _Target:
     case: str = ""  # the glob of the cases the target names ("" none)
     # where a signature misses the target by one field, that field as it has it
     near: Callable[[Signature], str] = lambda sig: ""
+    outcome: bool = False  # a test's outcome (failed, error), not a checker's finding
 
 
 def _pattern_label(p: TargetPattern) -> str:
@@ -156,7 +157,7 @@ def _pattern_target(p: TargetPattern) -> _Target:
 
     return _Target(
         _pattern_label(p), applies, hit, lambda sig: matches(p, sig), p.case,
-        lambda sig: near_miss(p, sig),
+        lambda sig: near_miss(p, sig), p.outcome is not None,
     )  # fmt: skip
 
 
@@ -175,6 +176,7 @@ def _failure_target(run: str, case: str) -> _Target:
         lambda r, _: r.name == run,
         lambda a: a.conclusive and a.case == case and a.outcome is Outcome.FAILED,
         lambda sig: False,
+        outcome=True,
     )
 
 
@@ -503,6 +505,29 @@ def causality(
         index.ambient,
         tuple(f"{run}/{case}: {why}" for (run, case), why in sorted(index.broken.items())),
     )
+
+
+def expected_outcomes(experiment: Experiment, attempts: Iterable[Attempt]) -> dict[int, str]:
+    """The attempts of a control whose test outcome (failed, error) a test-outcome target
+    of the experiment shows, by id(), each with that target's label: what the control is
+    meant to do, which a report shows as expected rather than as a failure. An outcome no
+    such target explains is not in it."""
+    attempts = tuple(attempts)
+    expect = experiment.expect
+    if expect is None:
+        return {}
+    index = _Index(experiment, attempts)
+    targets = [t for t in _targets(index, _k_of(experiment)) if t.outcome]
+    out: dict[int, str] = {}
+    for a in attempts:
+        if a.variant not in expect.controls or a.outcome in (Outcome.PASSED, Outcome.SKIPPED):
+            continue
+        run = experiment.run(a.run)
+        for t in targets:
+            if t.applies(run, index.tool(run)) and t.hit(a):
+                out[id(a)] = t.label
+                break
+    return out
 
 
 # --- one variant against explicit targets (csorch bisect / probe) ----------------------

@@ -10,8 +10,12 @@ CI systems read JUnit, so a bundle's cases show up beside the project's other te
   that cannot be trusted (a truncated checker log, a timeout) is an <error> of type
   "inconclusive": never a pass, as in the verdict;
 - a control's checker findings are data, not failures (a control is supposed to show
-  them); a finding in the fix that counts (not ambient, not a follow-on, not suppressed
-  or allowed) makes its case a <failure> of type "finding", even where the test passed;
+  them), and so is a control's failed (or errored) test that a test-outcome target of the
+  experiment shows there (`judge.expected_outcomes`): a <skipped> "expected failure", as
+  pytest writes an xfail, so that a PASS does not read as failed tests; a control's
+  failure that no target explains stays a <failure>. A finding in the fix that counts
+  (not ambient, not a follow-on, not suppressed or allowed) makes its case a <failure> of
+  type "finding", even where the test passed;
 - the verdict is a testcase of its own (`<experiment>.csorch` / `verdict`), first: PASS
   passes, FAIL is a <failure>, INCONCLUSIVE (or no verdict) an <error>, so a CI that only
   counts testcases never shows a red verdict as green; and so is each claim it stands
@@ -105,10 +109,12 @@ def _testcase(
     props: list[tuple[str, object]],
     findings: str,
     counting: Sequence[str] = (),
+    expected: str = "",
 ) -> tuple[str, tuple[str, object], str]:
     """Add the testcase; (its element, its suite property, its <system-out> section);
     `findings`: the text of its signatures; `counting`: the labels of the findings that
-    fail it (the fix's)."""
+    fail it (the fix's); `expected`: the target a control's failed test shows (the
+    control is meant to fail it)."""
     name = f"{case} {rows.OUTSIDE}" if cell.node == rows.OUTSIDE else cell.node
     alone = not any(n.nodeid != cell.node for a in attempts for n in a.nodes)
     # the attempts ran this node alone: their time is its time
@@ -123,6 +129,9 @@ def _testcase(
     key = f"{classname}::{name}"
     prop = (f"testcase:{key}", "; ".join(f"{k}={v}" for k, v in facts))
     element, kind, message = _status(cell)
+    if expected and kind in ("failed", "error"):
+        element = "skipped"
+        message = f"expected failure: the control shows its target [{expected}] ({message})"
     if counting and element in ("", "skipped"):
         element, kind = "failure", "finding"
         message = f"{len(counting)} finding(s) in the fix: " + "; ".join(counting)
@@ -171,6 +180,16 @@ def _claims(experiment: Experiment, verdict: str, judgement) -> list[tuple[str, 
             else:
                 out.append((name, "", "", ""))
     return out
+
+
+def _expected(attempts: Sequence[Attempt], cell: rows.Cell, expected: Mapping[int, str]) -> str:
+    """The target that every attempt of a control's cell which did not pass shows ("" where
+    one of them shows none: that failure is the test's own)."""
+    if cell.not_built:
+        return ""
+    bad = [a for a in attempts if a.outcome in (Outcome.FAILED, Outcome.ERROR)]
+    labels = [expected.get(id(a), "") for a in bad]
+    return labels[0] if bad and all(labels) else ""
 
 
 def _counting(view: signature_view.Signatures, **scope: str) -> list[str]:
@@ -223,6 +242,7 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
     groups = rows.groups(records.attempts)
     broken = judge.failed_builds(records.builds)
     view = signature_view.make(experiment, records.attempts, records.builds)
+    expected = judge.expected_outcomes(experiment, records.attempts)
     tools = {a.run: a.checker.value for a in records.attempts}
     root = ET.Element("testsuites")
     # the Ant schema's order: name, package and id of an aggregated suite first
@@ -263,8 +283,9 @@ def render(results: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
             found = _findings_text(view, **scope)
             counting = _counting(view, **scope) if props[0][1] == "fix" else []
             element, prop, section = _testcase(
-                suite, classname, case, cell, attempts, props, found, counting
-            )
+                suite, classname, case, cell, attempts, props, found, counting,
+                _expected(attempts, cell, expected),
+            )  # fmt: skip
             pairs.append(prop)
             sections += [section] if section else []
             counts["tests"] += 1

@@ -163,6 +163,45 @@ def test_one_testcase_per_node_and_device(cprog_bundles, tmp_path) -> None:
     assert "heap-buffer-overflow" in output(suite, "c-oob.control.memcheck.gpu0", NODES[0])
 
 
+def _logic_defect(case_glob: str):
+    """The bundle's experiment as a logic defect: its one target the control's failed
+    test in the plain run (as noop-swizzle's), and that test failed there."""
+
+    def edit(results: dict[str, Any]) -> None:
+        results["experiment"]["expect"]["targets"] = [
+            {"outcome": "failed", "case": case_glob, "run": "plain"}
+        ]
+        for a in results["attempts"]:
+            if a["variant"] == "control" and a["run"] == "plain":
+                a["outcome"] = "failed"
+                a["nodes"] = [{"nodeid": "sum", "outcome": "failed", "detail": "exit 1"}]
+
+    return edit
+
+
+def test_a_controls_expected_failure_is_not_a_failed_test(cprog_bundles, tmp_path) -> None:
+    """On the GPU host the release gate PASSed and its JUnit said failures="36": every
+    control case that failed as its logic-defect target says it must was a <failure>, so
+    a CI's test tab drew a PASS red. Such a case is an expected failure (a <skipped>
+    naming the target, as pytest writes an xfail); the claim that the control
+    reproduces the target stays a testcase of its own."""
+    suite = parse(edited(cprog_bundles["pass"], tmp_path, _logic_defect("s*"))).find("testsuite")
+    assert counts(suite) == counted(suite)
+    assert counts(suite)["failures"] == 0 and counts(suite)["errors"] == 0
+    skipped = case(suite, "c-oob.control.plain").find("skipped")
+    assert skipped is not None
+    assert skipped.get("message").startswith("expected failure: the control shows its target")
+    assert "outcome=failed" in skipped.get("message")
+    # the facts still say what the test did
+    assert facts(suite, "c-oob.control.plain")["outcomes"] == "failed"
+
+
+def test_a_controls_failure_no_target_explains_stays_a_failure(cprog_bundles, tmp_path) -> None:
+    suite = parse(edited(cprog_bundles["pass"], tmp_path, _logic_defect("other"))).find("testsuite")
+    assert counts(suite) == counted(suite)
+    assert case(suite, "c-oob.control.plain").find("failure") is not None
+
+
 def test_an_interrupted_run_shows_its_gaps_as_skipped(cprog_bundles, tmp_path) -> None:
     def interrupt(results: dict[str, Any]) -> None:
         results.update(complete=False, interrupted=True, verdict=None, judgement=None)
