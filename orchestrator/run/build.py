@@ -235,7 +235,8 @@ def _units(
             rel = os.path.relpath(s, tree) if Path(s).is_relative_to(tree) else s
             if not rel.startswith(("/tmp/", "/dev/shm/")):  # a compiler's own temporaries
                 names.append(rel)
-    return tuple(dict.fromkeys(names)), round(sum(c.cpu for c in records), 3)
+    # a nested call's CPU (nvcc's host compiler) is in the call that ran it already
+    return tuple(dict.fromkeys(names)), round(sum(c.cpu for c in records if not c.nested), 3)
 
 
 def _make(
@@ -323,6 +324,9 @@ def _build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                         launcher=cc.launcher() if cc is not None else (),
                         launcher_env=cc.env(tree.root, out) if cc is not None else None,
                         keep_debug=bool(ctx.sanitizer),
+                        # a jit build imports what it built under the ASan runtime
+                        # (run/builds/jit.py): its compilers need not run under it
+                        unpreload=(str(ctx.asan_runtime),) if ctx.asan_runtime else (),
                     )
                 produced, release = _make(variant, tree.root, out, step, ctx)
                 environment.install(out, step, ctx)

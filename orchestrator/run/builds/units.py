@@ -61,6 +61,7 @@ class Compile:
     outputs: tuple[tuple[str, str], ...]  # (path, sha256)
     inputs: tuple[tuple[str, str, int, str], ...]  # (path, sha256, mtime_ns, elf/ar/other)
     cpu: float = 0.0  # the compiler's user + system seconds (with ccache's)
+    nested: bool = False  # run by another recorded call (nvcc's host compiler): in its cpu
 
     @property
     def compiles(self) -> bool:
@@ -98,6 +99,7 @@ def read(record: Path, aliases: Sequence[tuple[str, str]] = ()) -> list[Compile]
                         for i in d["inputs"]
                     ),
                     float(d.get("cpu", 0.0)),
+                    bool(d.get("nested", False)),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:

@@ -138,6 +138,7 @@ def make(
     launcher: Sequence[str] = (),
     launcher_env: Mapping[str, str] | None = None,
     keep_debug: bool = False,
+    unpreload: Sequence[str] = (),
 ) -> Wrappers:
     """Write the wrapper directory of a build whose output is `out`: a stub per compiler
     found on the build's PATH (`env`'s, else csorch's), adding `flags` (host flags to nvcc
@@ -146,7 +147,8 @@ def make(
     `launcher_env` in the build's environment. `keep_debug` (under a sanitizer): a link's
     own switches that strip the output (`-s`, `-Wl,--strip-all`, ...) are left out, so
     that the binary keeps the debug information its per-unit proof and its reports' file:
-    line read (run/builds/debuginfo.py)."""
+    line read (run/builds/debuginfo.py). `unpreload`: libraries the build's environment
+    preloads for its own loader (the ASan runtime) that the compilers run without."""
     out = out.absolute()  # the stubs run in any directory
     directory = files.make_dirs(out / DIR, root=out)
     named = [env.get(v) or os.environ.get(v) for v in ("CC", "CXX", "PYTORCH_NVCC")]
@@ -168,6 +170,7 @@ def make(
                 "nvcc_host": nvcc_host,
                 "launcher": list(launcher),
                 "keep_debug": keep_debug,
+                "unpreload": list(unpreload),
             }
         ),
         root=out,

@@ -4,6 +4,8 @@ through -Xcompiler), and which switches take a sanitizer away again."""
 
 from __future__ import annotations
 
+import pytest
+
 from orchestrator.run.builds import ccwrap, units
 
 CFG = {"cflags": ["-fsanitize=address", "-g"], "ldflags": ["-fsanitize=address"], "nvcc_host": True}
@@ -74,3 +76,30 @@ def test_the_wrappers_come_first_and_torch_keeps_its_cuda_home(tmp_path) -> None
     assert got["CUDA_HOME"] == str(tmp_path / "cuda")
     assert got["PYTORCH_NVCC"] == f"{made.directory}/nvcc"
     assert "ccwrap.py" in (made.directory / "gcc").read_text()
+
+
+@pytest.mark.process  # the wrapper's stub, run as a build runs it
+def test_the_compilers_run_without_the_runtime_the_loader_was_given(tmp_path) -> None:
+    """A jit build runs its build description under the ASan runtime (it imports what it
+    built), and the compilers inherited it: each compile took a quarter more CPU. The
+    wrapper leaves the runtime csorch preloaded out, and keeps what else was there."""
+    import os
+    import subprocess
+
+    from orchestrator.backends.base import BuildFlags
+    from orchestrator.run.builds import wrappers
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    seen = tmp_path / "seen"
+    (bin_ / "gcc").write_text(f'#!/bin/sh\nprintf "%s" "${{LD_PRELOAD-unset}}" > {seen}\n')
+    (bin_ / "gcc").chmod(0o755)
+    runtime, other = str(tmp_path / "libasan.so.8"), str(tmp_path / "libmine.so")
+    env = {"PATH": str(bin_)}
+    made = wrappers.make(tmp_path / "out", BuildFlags(), env, nvcc_host=False, unpreload=[runtime])
+    for preload, expected in ((f"{runtime}:{other}", other), (runtime, "unset"), (other, other)):
+        run_env = {**os.environ, **made.env(env), "LD_PRELOAD": preload}
+        done = subprocess.run([str(made.directory / "gcc"), "--version"], env=run_env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert seen.read_text() == expected

@@ -13,7 +13,7 @@ import pytest
 from orchestrator import sandbox
 from orchestrator.model import BuildKind, BuildSpec, Variant
 from orchestrator.run import build
-from orchestrator.run.builds import compilecache, remote
+from orchestrator.run.builds import compilecache, remote, units, wrappers
 from orchestrator.sandbox import BUILD_TREE
 from tests import redis_server
 from tests.unit.run.conftest import context, tree_of
@@ -178,3 +178,12 @@ def test_nvcc_units_given_the_builds_own_host_compiler_are_shared(tmp_path: Path
     assert (built[0].compile_hits, built[0].compile_misses) == (0, UNITS + 1)
     assert "k.cu" in built[1].units
     assert (built[1].compile_hits, built[1].compile_misses) == (UNITS, 1)
+    # nvcc's own host compile is recorded as nested: its CPU is in nvcc's already, so
+    # the compilers' CPU is counted once (it was counted twice: on the GPU host a
+    # third-party build's compilers took 734 s of a build of 656 s)
+    record = units.read(built[0].directory / wrappers.RECORD)
+    under = [c for c in record if c.nested]
+    assert under and all(c.tool != "nvcc" for c in under)
+    assert not any(c.nested for c in record if c.tool == "nvcc")
+    assert built[0].compile_cpu == round(sum(c.cpu for c in record if not c.nested), 3)
+    assert built[0].compile_cpu < round(sum(c.cpu for c in record), 3)
