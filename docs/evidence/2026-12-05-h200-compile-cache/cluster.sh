@@ -10,7 +10,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 make setup > $L/setup.log 2>&1; tail -1 $L/setup.log
 PY=.venv/bin/python
 s=$(date +%s)
-$PY -m orchestrator run $E/cluster.yaml --backend compute-sanitizer --cache-dir /tmp/cache-cl \
+export CSORCH_BUILD_SCHEDULE=first  # base first, then fps-threads from its units
+timeout 420 $PY -m orchestrator run $E/cluster.yaml --backend compute-sanitizer --cache-dir /tmp/cache-cl \
   --out /tmp/cl-run > $L/run.log 2>&1; echo "run rc=$? $(( $(date +%s)-s )) s"; tail -12 $L/run.log
 $PY - <<'PYEOF' | tee $L/builds.txt
 import json
@@ -26,5 +27,6 @@ if len(ok) == 2 and ok[0]["cpu"]:
 for a in r["attempts"]:
     print(a["variant"], a["run"], a["case"], a["outcome"])
 PYEOF
-cp /tmp/cl-run/results.json $L/ 2>/dev/null; tail -30 /tmp/cl-run/logs/build/fps-threads.log > $L/build-fps-threads.tail 2>/dev/null
+cp /tmp/cl-run/results.json $L/ 2>/dev/null; for f in /tmp/cl-run/logs/build/*.log; do tail -40 "$f" > $L/build-$(basename $f .log).tail; done 2>/dev/null
+ls -la /tmp/cl-run/logs/build/ /tmp/cache-cl/ccache 2>&1 | head -20 > $L/ls.txt
 ls -la $L
