@@ -262,6 +262,32 @@ def _git(argv: list[str], source: str, what: str, timeout: float = 600) -> str:
     return out.output.strip()
 
 
+def git_dirs(path: Path) -> tuple[Path, ...]:
+    """The git directory of the repository `path` lies in and its common directory (the
+    main repository's .git, for a worktree), and for a submodule its superproject's
+    too; () outside a repository or where git cannot say."""
+    found: list[Path] = []
+    where: str | None = str(path)
+    for _ in range(8):  # submodules nested deeper than this are not followed
+        if where is None:
+            break
+        argv = git_argv("-C", where, "rev-parse", "--path-format=absolute")
+        try:
+            out = proc.capture(
+                [*argv, "--git-dir", "--git-common-dir", "--show-superproject-working-tree"],
+                timeout=60,
+                env=git_env(),
+            )
+        except ProcessStartError:
+            break
+        if out.returncode != 0 or out.timed_out:
+            break
+        lines = [line for line in out.output.splitlines() if line.strip()]
+        found.extend(Path(line) for line in lines[:2])
+        where = lines[2] if len(lines) > 2 else None
+    return tuple(dict.fromkeys(found))
+
+
 class Workspace:
     """Scratch trees of one csorch run, under `root`; `close()` removes them."""
 

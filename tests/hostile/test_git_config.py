@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import ROOT, experiment, git, said
+from harness import ROOT, csorch, experiment, git, said
 
 MARKER = """\
 #!/bin/sh
@@ -111,3 +111,39 @@ def _git_argv_line() -> int:
     m = re.search(r"""\[\s*["']git["']""", text[start:])
     assert m is not None
     return text.count("\n", 0, start + m.start()) + 1
+
+
+@pytest.fixture(params=["worktree", "submodule"])
+def nested(place: Path, request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    """(a checkout whose .git is a file naming a directory elsewhere, that directory's
+    main repository's .git): a worktree of the user's repository, or a submodule of it."""
+    repo = place / "repo"
+    (repo / "ext").mkdir(parents=True)
+    for f in (place / "subject").iterdir():
+        (repo / "ext" / f.name).write_bytes(f.read_bytes())
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "subject")
+    if request.param == "worktree":
+        git(repo, "worktree", "add", "-q", str(place / "wt"), "-b", "feature")
+        return place / "wt", repo / ".git"
+    top = place / "super"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(repo), "sub")
+    git(top, "commit", "-q", "-m", "submodule")
+    return top / "sub", top / ".git"
+
+
+@pytest.mark.parametrize("flag", ["--out", "--cache-dir"])
+def test_no_output_goes_into_the_git_directory_of_a_nested_checkout(
+    place: Path, nested: tuple[Path, Path], flag: str
+) -> None:
+    checkout, dotgit = nested
+    config = experiment(place, source=f"{{git: {checkout}, ref: HEAD, subdir: ext}}")
+    inside = dotgit / "csorch"
+    args = ("--out", inside) if flag == "--out" else ("--out", "out", "--cache-dir", inside)
+    done = csorch(place, "run", config, "--backend", "asan", *args)
+    assert done.returncode == 2, said(done)[-3000:]
+    assert f"{flag} {inside} is inside the git directory" in done.stderr, said(done)
+    assert not inside.exists()
