@@ -11,7 +11,7 @@ from pathlib import Path
 from orchestrator import proc
 from orchestrator.bisect.state import Commit
 from orchestrator.errors import ProcessStartError, SourceError
-from orchestrator.run.sources import git_env
+from orchestrator.run.sources import git_argv, git_env
 
 _SEP = "\x1f"  # between sha and subject: a subject may hold any printable character
 
@@ -19,7 +19,7 @@ _SEP = "\x1f"  # between sha and subject: a subject may hold any printable chara
 def _git(repo: str, argv: list[str], what: str, *, check: bool = True) -> proc.Captured:
     try:
         # no GIT_* of csorch's own (a hook's GIT_DIR would point it at another repository)
-        out = proc.capture(["git", "-C", repo, *argv], timeout=120, env=git_env())
+        out = proc.capture(git_argv("-C", repo, *argv), timeout=120, env=git_env())
     except ProcessStartError as exc:
         raise SourceError(repo, f"cannot run git: {exc.reason}") from None
     if check and (out.returncode != 0 or out.timed_out):

@@ -101,12 +101,14 @@ def prepare(
         )
     good, bad = history.resolve(repo, asked.good), history.resolve(repo, asked.bad)
     commits = history.chain(repo, good, bad)
+    # the repository bisected is the user's, too, where --repo names another than the config
+    trees = (*places.sources([experiment]), Path(repo))
     places.check_directory(Path(cache_dir or cache.DEFAULT_DIR), "--cache-dir")
-    places.check_cache(Path(cache_dir or cache.DEFAULT_DIR), places.sources([experiment]))
+    places.check_cache(Path(cache_dir or cache.DEFAULT_DIR), trees)
     if out_dir is not None:
         places.check_out(
             out_dir,
-            sources=places.sources([experiment]),
+            sources=trees,
             cache=Path(cache_dir or cache.DEFAULT_DIR),
             resuming=(out_dir / driver.STATE).is_file(),
         )

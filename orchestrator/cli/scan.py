@@ -27,7 +27,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.progress import shown, table_of
 from orchestrator.config.schema import DURATION_RE, PRESETS, UNITS
 from orchestrator.errors import CsorchError
-from orchestrator.run import options, request, scan
+from orchestrator.run import options, places, request, scan
 
 
 def _seconds(text: str) -> float:
@@ -109,6 +109,12 @@ def scan_command(
     )
     if out_dir is not None:
         options.check_out(out_dir)
+    # where csorch writes, checked as `run` checks it, before anything is written: the
+    # scanned tree (here, by default) is the user's, and so is its repository
+    places.check_directory(cache_dir, "--cache-dir")
+    places.check_cache(cache_dir, places.sources([experiment]))
+    if out_dir is not None:
+        places.check_out(out_dir, sources=places.sources([experiment]), cache=cache_dir)
     choice, facts = options.choose_backend(backend)
     for run in experiment.runs:  # before anything is built: a run it cannot serve is usage
         why = backends.named(choice.backend).serves(run.checker)

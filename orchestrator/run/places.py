@@ -22,7 +22,7 @@ from orchestrator.config import sanitizer_options
 from orchestrator.errors import CsorchError
 from orchestrator.model import Experiment
 from orchestrator.run.journal import JOURNAL
-from orchestrator.run.sources import skipped_by_copy
+from orchestrator.run.sources import git_dirs, skipped_by_copy
 
 #: a directory holding one of these is csorch's record of something (a bundle, a gate,
 #: a bisection, a cache entry): nothing else may be written into it
@@ -55,6 +55,27 @@ def sources(experiments: Iterable[Experiment]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def repositories(trees: Iterable[Path]) -> tuple[Path, ...]:
+    """The git directories of the repositories `trees` lie in (each one's own and its
+    common one), which need not lie inside the tree: a worktree's or a submodule's .git
+    is a file naming a directory elsewhere, in the main repository's .git."""
+    found: list[Path] = []
+    for tree in trees:
+        found.extend(git_dirs(tree))
+    return tuple(dict.fromkeys(found))
+
+
+def _check_repositories(path: Path, what: str, repos: Iterable[Path]) -> None:
+    real = resolved(path)
+    for repo in repos:
+        if _within(real, resolved(repo)):
+            raise CsorchError(
+                f"{what} {path} is inside the git directory {resolved(repo)} of a source: "
+                "csorch never writes into the user's repository",
+                hint="give a directory outside the sources and their repositories",
+            )
+
+
 def check_out(
     path: Path,
     *,
@@ -80,6 +101,7 @@ def check_out(
         if root is not None and _within(resolved(root), real):
             # the bundle's manifest would hash the cache, and a new --out's removal take it
             raise CsorchError(f"{what} {path} holds {label} {resolved(root)}", hint=hint)
+    sources = tuple(sources)
     for source in sources:
         if _within(real, resolved(source)):
             raise CsorchError(
@@ -87,6 +109,7 @@ def check_out(
                 "land in the user's tree and be copied into the variants",
                 hint=hint,
             )
+    _check_repositories(path, what, repositories(sources))
     record = record_dir(real.parent if resuming else real)
     if record is not None:
         raise CsorchError(
@@ -101,6 +124,8 @@ def check_cache(cache: Path, sources: Iterable[Path]) -> None:
     tree, and copy its own copies. A cache under a directory the copy skips (the
     source's build/, say) is csorch's alone."""
     real = resolved(cache)
+    sources = tuple(sources)
+    _check_repositories(cache, "--cache-dir", repositories(sources))
     for source in sources:
         top = resolved(source)
         if _within(real, top) and not skipped_by_copy(real.relative_to(top).parts):

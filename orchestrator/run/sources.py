@@ -185,6 +185,35 @@ def _hunk(patch: Path, file: str, line: int) -> str:
     return f"at line {line}"
 
 
+#: configuration every git command of csorch's runs with (given on its command line, which
+#: wins over the user's ~/.gitconfig, /etc/gitconfig and the repository's .git/config): no
+#: program the user or the repository configured runs when csorch reads objects or checks
+#: out a tree. No hook (a post-checkout or reference-transaction hook, init.templateDir's
+#: hooks), no fsmonitor, no automatic gc or maintenance. Filter drivers, end-of-line and
+#: ident conversion are turned off by the clone's info/attributes (`NO_CONVERSION`).
+GIT_SAFE_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.autocrlf=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+)
+
+#: the attributes of every path of csorch's clone ($GIT_DIR/info/attributes wins over any
+#: .gitattributes in the tree): no filter driver (smudge would run a configured program),
+#: no text or eol conversion, no ident, no working-tree-encoding, so a checkout holds the
+#: commit's blobs byte for byte, whatever the user's configuration says
+NO_CONVERSION = "* -filter -text -eol -ident -working-tree-encoding\n"
+
+
+def git_argv(*argv: str) -> list[str]:
+    """The argv of a git command csorch runs: `git`, `GIT_SAFE_CONFIG`, then `argv`.
+    Every git command of csorch's is made here."""
+    safe = [arg for item in GIT_SAFE_CONFIG for arg in ("-c", item)]
+    return ["git", *safe, *argv]
+
+
 def git_env(**extra: str) -> dict[str, str | None]:
     """The environment delta of every git command csorch runs: each `GIT_*` variable of
     csorch's own environment removed (then `extra` set). git sets GIT_DIR, GIT_INDEX_FILE
@@ -201,7 +230,7 @@ def apply_patch(tree: Path, patch: Path) -> None:
     # outside the current directory.
     env = git_env(GIT_CEILING_DIRECTORIES=str(tree.parent))
     # `--`: a patch's name is never read as an option
-    argv = ["git", "apply", "--verbose", "--whitespace=nowarn", "--", str(patch)]
+    argv = git_argv("apply", "--verbose", "--whitespace=nowarn", "--", str(patch))
     try:
         out = proc.capture(argv, cwd=tree, env=env, timeout=120)
     except ProcessStartError as exc:
@@ -224,13 +253,39 @@ def apply_patch(tree: Path, patch: Path) -> None:
 
 def _git(argv: list[str], source: str, what: str, timeout: float = 600) -> str:
     try:
-        out = proc.capture(["git", *argv], timeout=timeout, env=git_env())
+        out = proc.capture(git_argv(*argv), timeout=timeout, env=git_env())
     except ProcessStartError as exc:
         raise SourceError(source, f"cannot run git: {exc.reason}") from None
     if out.returncode != 0 or out.timed_out:
         detail = out.output.strip().splitlines()[-1:] or [f"exit {out.returncode}"]
         raise SourceError(source, f"{what}: {detail[0]}")
     return out.output.strip()
+
+
+def git_dirs(path: Path) -> tuple[Path, ...]:
+    """The git directory of the repository `path` lies in and its common directory (the
+    main repository's .git, for a worktree), and for a submodule its superproject's
+    too; () outside a repository or where git cannot say."""
+    found: list[Path] = []
+    where: str | None = str(path)
+    for _ in range(8):  # submodules nested deeper than this are not followed
+        if where is None:
+            break
+        argv = git_argv("-C", where, "rev-parse", "--path-format=absolute")
+        try:
+            out = proc.capture(
+                [*argv, "--git-dir", "--git-common-dir", "--show-superproject-working-tree"],
+                timeout=60,
+                env=git_env(),
+            )
+        except ProcessStartError:
+            break
+        if out.returncode != 0 or out.timed_out:
+            break
+        lines = [line for line in out.output.splitlines() if line.strip()]
+        found.extend(Path(line) for line in lines[:2])
+        where = lines[2] if len(lines) > 2 else None
+    return tuple(dict.fromkeys(found))
 
 
 class Workspace:
@@ -255,12 +310,18 @@ class Workspace:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shared = ["--shared"] if local else []
                 _git(
+                    # `--template=`: no hooks or other files copied from init.templateDir;
                     # `--`: a location is never read as an option (`--upload-pack=...`)
-                    ["clone", "--quiet", "--no-checkout", *shared, "--", spec.location, str(dest)],
+                    ["clone", "--quiet", "--no-checkout", "--template=", *shared]
+                    + ["--", spec.location, str(dest)],
                     spec.location,
                     "clone failed",
                     timeout=3600,
                 )
+                # shared by every worktree of the clone: checkouts hold the blobs as they are
+                info = dest / ".git" / "info"
+                info.mkdir(parents=True, exist_ok=True)
+                files.atomic_write(info / "attributes", NO_CONVERSION, root=dest)
                 self._clones[spec.location] = dest
             return str(self._clones[spec.location])
 

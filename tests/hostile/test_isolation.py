@@ -180,3 +180,15 @@ def test_report_output_cannot_land_in_a_bundle(place: Path, bundle: Path) -> Non
     assert done.returncode == 2, said(done)[-3000:]
     assert snapshot(bundle) == before
     assert csorch(place, "verify", bundle).returncode == 0
+
+
+@pytest.mark.parametrize("flag", ["--out", "--cache-dir"])
+def test_scan_writes_nothing_into_the_tree_it_scans(place: Path, flag: str) -> None:
+    # scan's tree is the current directory by default: the user's own
+    before = snapshot(place / "subject")
+    inside = place / "subject" / "results"
+    done = csorch(place, "scan", "--backend", "asan", "--source", "subject", flag, inside,
+                  "--", "./pick")  # fmt: skip
+    assert done.returncode == 2, said(done)[-3000:]
+    assert f"{flag} {inside} is inside the source tree" in done.stderr, said(done)
+    assert snapshot(place / "subject") == before
