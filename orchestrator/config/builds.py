@@ -89,7 +89,7 @@ def read(view: View) -> BuildSpec:
             raise f.require(key).error(f"applies to {named} builds only, not {kind.value}")
     outputs, env = f.get("outputs"), f.get("env")
     common = {
-        "outputs": outputs.words() if outputs else (),
+        "outputs": _outputs(outputs) if outputs else (),
         "env": _env(env) if env else (),
     }
     if kind is BuildKind.COMMAND:
@@ -99,7 +99,7 @@ def read(view: View) -> BuildSpec:
     description, flags = f.get("description"), f.get("flags")
     return BuildSpec(
         kind=kind,
-        description=description.text("a path") if description else "",
+        description=_relative(description, "a path") if description else "",
         flags=flags.words() if flags else (),
         **common,
     )
@@ -109,6 +109,32 @@ def _relative(view: View, what: str) -> str:
     text = view.text(what)
     if text.startswith("/") or ".." in Path(text).parts:
         raise view.error("must be a relative path inside the tree")
+    return text
+
+
+def _outputs(view: View) -> tuple[str, ...]:
+    """The declared outputs: globs inside the built tree (each is hashed as a binary of
+    the build: one that leads outside would hash the user's files)."""
+    globs = []
+    for item in view.items() if view.is_list else [view]:
+        text = item.word()
+        if text.startswith("/") or ".." in Path(text).parts:
+            raise item.error(
+                f"{text!r} leads outside the built tree",
+                hint="write a glob relative to the tree's root: build/*.so",
+            )
+        globs.append(text)
+    return tuple(globs)
+
+
+def _not_an_option(view: View, text: str, what: str) -> str:
+    """`text`, unless it starts with '-': pip would read it as an option (`--index-url=`,
+    `-r FILE`), not as the requirement it stands for."""
+    if text.startswith("-"):
+        raise view.error(
+            f"{text!r} starts with '-': pip would read it as an option, not {what}",
+            hint="write NAME==VERSION; pip's options are not taken here",
+        )
     return text
 
 
@@ -148,7 +174,7 @@ def _prebuilt(view: View, f: Fields, common: dict) -> BuildSpec:
         name = f.require("installed").text("a distribution name")
         return BuildSpec(BuildKind.PREBUILT, installed=name, **common)
     req = f.require("requirement")
-    text = req.text("a requirement")
+    text = _not_an_option(req, req.text("a requirement"), "a requirement")
     if "==" not in text:
         raise req.error(
             f"'{text}' is not pinned",
@@ -189,6 +215,7 @@ def environment(f: Fields) -> Environment:
         if requires.is_list:
             pins = requires.words()
             for item in requires.items():
+                _not_an_option(item, item.word(), "a requirement")
                 if "==" not in item.word() and not item.word().endswith(".whl"):
                     raise item.error(
                         f"'{item.word()}' is not pinned",

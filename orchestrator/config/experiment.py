@@ -104,6 +104,7 @@ from orchestrator.config.schema import (
 from orchestrator.config.slurm import SlurmSettings, executor_of
 from orchestrator.config.slurm import read as read_slurm
 from orchestrator.errors import ConfigError
+from orchestrator.files import special_kind
 from orchestrator.findings import suppressions
 from orchestrator.model import (
     RUN_CHECKERS,
@@ -173,6 +174,18 @@ def _env(view: View) -> Env:
             raise value.error(problem, hint="write NAME=VALUE items; quote a value with ' or \"")
         pairs.append((key, value.word()))
     return tuple(sorted(pairs))
+
+
+def _marker(view: View) -> str:
+    """A pytest marker expression: never one that starts with '-', which pytest's `-m`
+    would refuse (or read as its next option) rather than take as the expression."""
+    text = view.text("a marker expression")
+    if text.lstrip().startswith("-"):
+        raise view.error(
+            f"{text!r} is no marker expression: pytest's -m would read it as an option",
+            hint="write an expression of marker names: not slow, gpu and not flaky",
+        )
+    return text
 
 
 def _backend_args(view: View) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -371,10 +384,16 @@ class _Reader:
         try:
             path = (self.base / file_part).resolve()
             exists = path.exists()
+            kind = "" if path.is_dir() else special_kind(path.stat().st_mode) if exists else ""
         except (OSError, ValueError) as exc:  # a name too long, a NUL byte
             raise view.error(f"not a usable path: {exc}") from None
         if not exists:
             raise view.error(f"no such test file or directory: {path}")
+        if kind:  # pytest would block on a pipe, and csorch digests every case file
+            raise view.error(
+                f"{path} is {kind}, not a test file or directory",
+                hint="give a regular file or a directory (csorch reads no pipe, device or socket)",
+            )
         return str(path) + sep + rest
 
     def case(self, view: View) -> Case:
@@ -414,7 +433,7 @@ class _Reader:
             name=name.name() if name else derived,
             kind=CaseKind.PYTEST,
             pytest=tuple(self._pytest_target(i) for i in items),
-            marker=marker.text("a marker expression") if marker else "",
+            marker=_marker(marker) if marker else "",
             args=args.words() if args else (),
             backend_args=_backend_args(per_backend) if per_backend else (),
         )

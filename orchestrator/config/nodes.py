@@ -11,6 +11,9 @@ shares (safe names, choices, durations, paths relative to the file), and raise
 from __future__ import annotations
 
 import difflib
+import math
+import re
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,10 @@ MAX_BYTES = files.CONFIG.limit
 #: nodes a document may expand to through its aliases (a billion-laughs bomb expands to
 #: 10^9 from a few lines; a real config has a few hundred)
 MAX_NODES = 100_000
+#: the longest duration a config may give (a timeout of a year is no timeout)
+MAX_SECONDS = 365 * 86400
+#: a UTF-16 surrogate on its own: YAML's "\\ud800" escape makes one, UTF-8 cannot hold it
+_SURROGATE_RE = re.compile("[\\ud800-\\udfff]")
 
 
 def load(path: Path) -> View:
@@ -111,8 +118,31 @@ def _check_expansion(path: Path, root: yaml.Node) -> None:
                 path, node.start_mark.line + 1, "", "an alias refers to a node that contains it"
             )
         open_.add(key)
+        _check_tag(path, node)
         stack.append((node, True))
         stack.extend((c, False) for c in _children(node) if id(c) not in sizes)
+
+
+#: the tags a list or a mapping of a config may carry: YAML's own (a `!!python/...`, a
+#: `!!set` or an `!!omap` on a collection would be read as a plain list or mapping,
+#: silently; on a value, `View.value` refuses it)
+_COLLECTION_TAGS = {
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+}
+
+
+def _check_tag(path: Path, node: yaml.Node) -> None:
+    """ConfigError for a list or mapping with a tag other than YAML's plain one."""
+    plain = _COLLECTION_TAGS.get(type(node))
+    if plain is not None and node.tag != plain:
+        raise ConfigError(
+            path,
+            node.start_mark.line + 1,
+            "",
+            f"the tag {node.tag} is not read here; a config's lists and mappings are plain",
+            hint="remove the tag (the '!...' before the value)",
+        )
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -121,6 +151,18 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return []
+
+
+def _found(path: Path) -> str:
+    """What is at a config's path that is not the file or directory csorch wanted: "" when
+    nothing is, else " (a named pipe is there)", " (a directory is there)", ..."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ""
+    if stat.S_ISDIR(mode):
+        return " (a directory is there)"
+    return f" ({files.special_kind(mode) or 'a file'} is there)"
 
 
 class View:
@@ -189,14 +231,22 @@ class View:
         return self._passable(str(value))
 
     def _passable(self, text: str) -> str:
-        """`text`, unless it holds a NUL: every string of a config may reach an argv, an
-        environment or a path, which are C strings (Python's `ValueError: embedded null
-        byte` at the child's start, before)."""
+        """`text`, unless it holds a NUL or a lone surrogate: every string of a config may
+        reach an argv, an environment or a path, which are C strings of UTF-8 bytes
+        (Python's `ValueError: embedded null byte`, or a `UnicodeEncodeError` from a
+        `"\\ud800"` escape, at the child's start or the console's print, before)."""
         if "\0" in text:
             raise self.error(
                 "holds a NUL character (\\0), which no argument, environment variable "
                 "or path can carry",
                 hint="remove the \\0 escape",
+            )
+        lone = _SURROGATE_RE.search(text)
+        if lone:
+            raise self.error(
+                f"holds a lone surrogate (\\u{ord(lone.group()):04x}), which is no character "
+                "and cannot be written as UTF-8 into an argument, environment variable or path",
+                hint="remove the \\u escape, or write the character itself",
             )
         return text
 
@@ -227,14 +277,25 @@ class View:
         """Seconds: a positive number, or a number with s, m or h."""
         value = self.value()
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return float(value)
+            return self._bounded(float(value))
         m = DURATION_RE.match(value) if isinstance(value, str) else None
         if not m or float(m["n"]) <= 0:
             raise self.error(
                 f"expected a positive duration, found {self.kind()}",
                 hint="write seconds (600) or a number with s, m or h (10m)",
             )
-        return float(m["n"]) * UNITS[m["unit"]]
+        seconds = float(m["n"]) * UNITS[m["unit"]]
+        return self._bounded(seconds)
+
+    def _bounded(self, seconds: float) -> float:
+        """`seconds`, unless it is infinite or past MAX_SECONDS: a timeout reaches the
+        bundle's JSON (where `.inf` is no number), Slurm's `--time` and the OS's timers."""
+        if not math.isfinite(seconds) or seconds > MAX_SECONDS:
+            raise self.error(
+                f"must be at most {MAX_SECONDS // 86400} days, not {seconds:g} seconds",
+                hint="write seconds (600) or a number with s, m or h (10m)",
+            )
+        return seconds
 
     def path(self, *, directory: bool) -> Path:
         """An existing file or directory, relative to the folder of the config file."""
@@ -245,9 +306,12 @@ class View:
         except (OSError, ValueError) as exc:  # a name too long, a NUL byte
             raise self.error(f"not a usable path: {exc}") from None
         if directory and not is_dir:
-            raise self.error(f"no such directory: {path}")
+            raise self.error(f"no such directory: {path}{_found(path)}")
         if not directory and not is_file:
-            raise self.error(f"no such file: {path}")
+            raise self.error(
+                f"no such file: {path}{_found(path)}",
+                hint="give a regular file (csorch reads no pipe, device or socket)",
+            )
         return path
 
     def items(self) -> Iterator[View]:

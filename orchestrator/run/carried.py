@@ -94,8 +94,22 @@ def _key(path: Path, base: Path) -> str:
 
 
 def case_listing(found: Mapping[str, Path]) -> dict[str, str]:
-    """The listing (path -> "mode:sha256") of `case_files`."""
-    return {k: entry(p) for k, p in sorted(found.items()) if p.exists() or p.is_symlink()}
+    """The listing (path -> "mode:sha256") of `case_files`; CsorchError naming a case file
+    that cannot be read as one (a named pipe or a device among the tests): the user's
+    input, refused as such, never taken for a bundle that cannot be written."""
+    listing = {}
+    for key, path in sorted(found.items()):
+        if not (path.exists() or path.is_symlink()):
+            continue
+        try:
+            listing[key] = entry(path)
+        except OSError as exc:  # files.FileRefused included: an OSError too
+            raise CsorchError(
+                f"case file {path}: {getattr(exc, 'problem', None) or exc.strerror or exc}",
+                hint="csorch keeps every file of a pytest case's directory with the bundle: "
+                "move what is not a regular file, directory or link out of it",
+            ) from None
+    return listing
 
 
 class NotCarried(Exception):

@@ -18,6 +18,7 @@ from orchestrator.executors.base import Executor
 from orchestrator.judge import Judgement
 from orchestrator.model import Attempt, Build, Experiment
 from orchestrator.model.job import Fanout
+from orchestrator.run import places
 from orchestrator.run.plan import parse_devices
 
 #: names the directory the default results directories go under
@@ -195,6 +196,7 @@ def check_out(path: Path) -> None:
     """CsorchError unless `--out path` can become a new results directory: not a file,
     not under one, and empty if it exists (a bundle's manifest hashes every log in it:
     old files would pass as evidence)."""
+    places.nameable(path, "--out")
     if path.exists() and not path.is_dir():
         raise CsorchError(f"--out {path} is a file", hint="give a new directory")
     parent = next((p for p in path.parents if p.exists()), None)

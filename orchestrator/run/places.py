@@ -14,6 +14,7 @@ an attempt's log path under `--out` goes into ASAN_OPTIONS, quoted with `"` or `
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -151,11 +152,41 @@ def check_directory(path: Path, what: str) -> None:
 LIST_SEPARATORS = frozenset(": \t\n\r\v\f")
 
 
+#: the longest path and file name Linux opens (PATH_MAX, NAME_MAX), in bytes
+PATH_MAX, NAME_MAX = 4095, 255
+
+
+def nameable(path: Path, what: str) -> None:
+    """CsorchError naming `what` when the system cannot name the directory (a file name
+    past NAME_MAX bytes, a path past PATH_MAX: every `stat` of it fails) or its name is
+    not UTF-8 text (it reaches ASAN_OPTIONS, PYTHONPATH, JSON and the console, all UTF-8:
+    the run went on and its checker's log was never found)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CsorchError(
+            f"{what} {text.encode('utf-8', 'backslashreplace').decode()}: the path is not "
+            f"UTF-8 text (byte 0x{ord(text[exc.start]) & 0xFF:02x})",
+            hint=f"give a {what} whose name is UTF-8 text",
+        ) from None
+    whole = len(os.fsencode(os.path.abspath(path)))
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if whole > PATH_MAX or longest > NAME_MAX:
+        raise CsorchError(
+            f"{what} {text[:80]}...: the path is {whole:,} bytes long, a name in it "
+            f"{longest:,}; the system names at most {PATH_MAX:,} and {NAME_MAX}",
+            hint=f"give a shorter {what}",
+        )
+
+
 def passable(path: Path, what: str) -> None:
     """CsorchError naming `what` when the directory (as given, or resolved) cannot reach a
-    child intact: the build cache (`--cache-dir`, `CSORCH_CACHE_DIR`) holding a `:` or
-    whitespace, which PYTHONPATH and LD_PRELOAD would split; an output directory holding
-    both quotes, which ASAN_OPTIONS cannot carry."""
+    child intact: a name the system cannot open or that is not UTF-8 (`nameable`); the
+    build cache (`--cache-dir`, `CSORCH_CACHE_DIR`) holding a `:` or whitespace, which
+    PYTHONPATH and LD_PRELOAD would split; an output directory holding both quotes, which
+    ASAN_OPTIONS cannot carry."""
+    nameable(path, what)
     for text in dict.fromkeys((str(path), str(resolved(path)))):
         if what == "--cache-dir":
             bad = sorted(set(text) & LIST_SEPARATORS)

@@ -181,6 +181,7 @@ def resumed(request: R, verb: str, kept: tuple[tuple[Path, ...], Settings] | Non
 def check_new(out: Path, verb: str) -> None:
     """CsorchError unless `out` can take a new run or gate (an interrupted one's resume
     command is named)."""
+    places.nameable(out, "--out")  # before any stat of it (ENAMETOOLONG)
     try:
         options.check_out(out)
     except CsorchError as exc:

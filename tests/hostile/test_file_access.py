@@ -200,3 +200,64 @@ def test_a_manifest_of_3_gb_is_refused_by_its_bound(cprog_bundles, tmp_path) -> 
         assert "Traceback" not in said(done) and "MemoryError" not in said(done), verb
         assert done.returncode != 0 or verb[0] == "report", (verb, said(done)[-3000:])
         assert "manifest.json" in said(done) and "is at most" in said(done), (verb, said(done))
+
+
+def _with(config: Path, old: str, new: str) -> Path:
+    config.write_text(config.read_text().replace(old, new, 1))
+    return config
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_a_pytest_case_that_is_no_file_is_refused_at_load(place: Path, kind: str) -> None:
+    # before: `check` passed it, and `run` said "cannot write" the user's case (exit 3)
+    not_a_file(place, kind, "test_pipe.py")
+    config = _with(experiment(place), "[{name: sum, command: [./pick]}]", "[test_pipe.py]")
+    done = csorch(place, "check", config, timeout=DEADLINE)
+    assert done.returncode == 2, said(done)
+    found = "a named pipe" if kind == "fifo" else "a character device"
+    assert "cases[0]" in done.stderr and f"is {found}, not a test file" in done.stderr
+    assert "Traceback" not in said(done)
+
+
+def test_a_pipe_among_a_pytest_cases_files_is_named_as_input(place: Path) -> None:
+    # before: "error: cannot write .../tests/pipe: a named pipe ...; the run is
+    # inconclusive; once fixed, resume with: ..." (exit 3): csorch writes no case file
+    (place / "tests").mkdir()
+    (place / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    os.mkfifo(place / "tests" / "pipe")
+    config = _with(experiment(place), "[{name: sum, command: [./pick]}]", "[tests/test_a.py]")
+    done = csorch(place, "run", config, "--backend", "asan", "--out", place / "o")
+    assert done.returncode == 2, said(done)
+    assert f"case file {place / 'tests' / 'pipe'}: a named pipe" in done.stderr, said(done)
+    assert "cannot write" not in said(done) and "Traceback" not in said(done)
+
+
+@pytest.mark.parametrize(
+    ("key", "old", "new"),
+    [
+        ("variants[0].build.outputs[0]", "outputs: [pick]", "outputs: [../../../etc/passwd]"),
+        ("variants[0].build.outputs[0]", "outputs: [pick]", "outputs: [/etc/passwd]"),
+        (
+            "variants[0].build.description",
+            "{kind: command, command: [make], outputs: [pick]}",
+            "{kind: jit, description: /tmp/build.py}",
+        ),
+    ],
+)
+def test_a_build_file_outside_the_tree_is_refused_at_load(place, key, old, new):
+    # before: `check` passed; the run hashed (outputs) or ran (description) a file
+    # outside the variant's tree, or failed the build (exit 3)
+    done = csorch(place, "check", _with(experiment(place), old, new), timeout=DEADLINE)
+    assert done.returncode == 2, said(done)
+    assert key in done.stderr, said(done)
+    assert "outside the built tree" in done.stderr or "inside the tree" in done.stderr
+    assert "config ok" not in said(done)
+
+
+def test_a_patch_that_is_a_pipe_is_named_as_one(place: Path) -> None:
+    # before: "no such file: .../fix.patch", of a file that is there
+    (place / "fix.patch").unlink()
+    os.mkfifo(place / "fix.patch")
+    done = csorch(place, "check", experiment(place), timeout=DEADLINE)
+    assert done.returncode == 2, said(done)
+    assert "variants[0].patches[0]" in done.stderr and "(a named pipe is there)" in done.stderr

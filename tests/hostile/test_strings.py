@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from harness import csorch, experiment, said
 
 
@@ -53,3 +54,81 @@ def test_a_source_file_whose_name_is_not_utf8_runs(place: Path) -> None:
     done = csorch(place, "run", config, "--backend", "asan", "--out", place / "o")
     assert done.returncode == 0, said(done)
     assert "Traceback" not in said(done)
+
+
+def _config_with(place: Path, old: str, new: str) -> Path:
+    config = experiment(place)
+    config.write_text(config.read_text().replace(old, new, 1))
+    return config
+
+
+CASE = "[{name: sum, command: [./pick]}]"
+
+
+@pytest.mark.parametrize(
+    ("where", "old", "new"),
+    [
+        ("cases[0].command", CASE, '[{name: sum, command: [./pick, "\\ud800"]}]'),
+        ("description", "name: exp", 'name: exp\ndescription: "x\\udc80"'),
+    ],
+)
+def test_a_lone_surrogate_in_a_config_string_is_a_usage_error(place, where, old, new):
+    # before: a UnicodeEncodeError traceback from the console (check) or the child's start
+    done = csorch(place, "check", _config_with(place, old, new), timeout=60)
+    assert done.returncode == 2, said(done)
+    assert where in done.stderr and "lone surrogate" in done.stderr, said(done)
+    assert "Traceback" not in said(done)
+
+
+@pytest.mark.parametrize("timeout", [".inf", "99999999999999999999h"])
+def test_an_endless_timeout_is_refused_at_load(place: Path, timeout: str) -> None:
+    # before: accepted; `.inf` reached results.json as `Infinity`, which is no JSON
+    done = csorch(place, "check", _config_with(place, "timeout: 1m", f"timeout: {timeout}"))
+    assert done.returncode == 2, said(done)
+    assert "timeout: must be at most 365 days" in done.stderr, said(done)
+
+
+def test_a_python_tag_on_a_list_is_refused_not_ignored(place: Path) -> None:
+    # before: the tag was dropped and the list read as a plain one (exit 0)
+    config = _config_with(place, "variants:\n", "variants: !!python/object/apply:os.system\n")
+    done = csorch(place, "check", config)
+    assert done.returncode == 2, said(done)
+    assert "python/object/apply:os.system is not read here" in done.stderr, said(done)
+
+
+@pytest.mark.parametrize(
+    ("key", "text"),
+    [
+        ("test_requires[0]", 'test_requires: ["--index-url=http://127.0.0.1:9/==1"]\n'),
+        ("cases[1].marker", None),
+    ],
+)
+def test_what_pip_or_pytest_would_read_as_an_option_is_refused(place, key, text):
+    # before: accepted; `pip install ... --index-url=...==1` takes it as its index
+    config = experiment(place)
+    if text is None:
+        (place / "test_x.py").write_text("def test_x():\n    pass\n")
+        text = ""
+        config.write_text(
+            config.read_text().replace(
+                CASE, "[{name: sum, command: [./pick]}, {pytest: test_x.py, marker: '--co'}]"
+            )
+        )
+    config.write_text(config.read_text() + text)
+    done = csorch(place, "check", config)
+    assert done.returncode == 2, said(done)
+    assert key in done.stderr and "option" in done.stderr, said(done)
+
+
+@pytest.mark.parametrize("flag", ["--out", "--cache-dir"])
+@pytest.mark.parametrize("name", ["long", "not utf-8"])
+def test_an_out_or_cache_the_system_cannot_carry_is_a_usage_error(place, flag, name):
+    # before: --out 5000 bytes long: an OSError traceback (ENAMETOOLONG); --out not
+    # UTF-8: the run went on and found no ASan log (exit 3); --cache-dir: a failed build
+    given = place / ("x" * 5000) if name == "long" else place / os.fsdecode(b"caf\xe9")
+    args = ["run", experiment(place), "--backend", "asan"]
+    args += ["--out", given] if flag == "--out" else ["--out", place / "o", "--cache-dir", given]
+    done = csorch(place, *args, timeout=60)
+    assert done.returncode == 2, said(done)
+    assert flag in done.stderr and ("UTF-8" in done.stderr or "bytes long" in done.stderr)
+    assert "Traceback" not in said(done) and not (place / "o").exists()

@@ -97,7 +97,7 @@ def test_names_choices_and_paths(tmp_path: Path) -> None:
         f.require("c").choice(("a", "b"))
     assert f.require("d").path(directory=True) == tmp_path / "d"
     assert f.require("p").path(directory=False) == tmp_path / "f.patch"
-    with pytest.raises(ConfigError, match="no such file: .*/d$"):
+    with pytest.raises(ConfigError, match=r"no such file: .*/d \(a directory is there\)"):
         f.require("d").path(directory=False)
     with pytest.raises(ConfigError, match="no such directory"):
         f.require("p").path(directory=True)
