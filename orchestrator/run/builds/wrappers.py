@@ -168,6 +168,8 @@ def make(
                 "nvcc_host": nvcc_host,
                 "launcher": list(launcher),
                 "keep_debug": keep_debug,
+                # under a sanitizer the compiler runs only its own programs (ccwrap.foreign)
+                "sanitizer": keep_debug,
             }
         ),
         root=out,
