@@ -70,6 +70,9 @@ ENVIRONMENT = re.compile(
     # a compiler switch in a string: `__attribute__((optimize("no-sanitize=address")))`, a
     # setup.py's extra_compile_args
     r"|-?f?no-sanitize|-fsanitize"
+    # the runtime's interface by name: dlsym("__sanitizer_set_report_fd"), an asm label
+    # `__asm__("__asan_default_options")`
+    r"|__(?:asan|lsan|hwasan|msan|tsan|sanitizer)_\w+"
 )
 
 _C_TOKEN = re.compile(
@@ -111,16 +114,32 @@ def literal_marker(text: str) -> str:
 
 
 def c_marks(text: str) -> list[tuple[str, int]]:
-    """(marker, line) of each opt-out in C-family source `text`."""
+    """(marker, line) of each opt-out in C-family source `text`. Adjacent string literals
+    are one (the compiler joins `"ASAN_" "OPTIONS"`), read at the first one's line."""
     out = []
+    joined, first, end = "", 0, -1  # the run of adjacent literals so far
     for m in _C_TOKEN.finditer(text):
         kind = m.lastgroup
-        if kind in ("comment", "number", "char") or kind is None:
+        if kind == "comment" or kind is None:
             continue
-        word = marker(m.group()) if kind == "name" else literal_marker(m.group())
+        if kind in ("string", "raw"):
+            body = m["rawbody"] if kind == "raw" else m.group().partition('"')[2][:-1]
+            if end >= 0 and not _C_TOKEN.sub("", text[end : m.start()]).strip():
+                joined += body
+            else:
+                joined, first = body, m.start()
+            end = m.end()
+            word = literal_marker(joined) or literal_marker(m.group())
+            if word and (word, first) not in out:
+                out.append((word, first))
+            continue
+        end = -1
+        if kind in ("number", "char"):
+            continue
+        word = marker(m.group())
         if word:
-            out.append((word, text.count("\n", 0, m.start()) + 1))
-    return out
+            out.append((word, m.start()))
+    return [(word, text.count("\n", 0, at) + 1) for word, at in out]
 
 
 def python_marks(text: str) -> list[tuple[str, int]]:

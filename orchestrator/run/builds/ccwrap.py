@@ -33,6 +33,58 @@ PREPROCESS = frozenset({"-E", "-M", "-MM", "--preprocess", "-dryrun", "--dryrun"
 DEVICE_LINK = frozenset({"-dlink", "--device-link", "-lib", "--lib"})
 
 
+#: what lets a build put programs of its own in the compiler's place (cc1, as, collect2)
+#: or edit what the compiler made before it is assembled: under a sanitizer, refused where
+#: the build could have written what they name (`foreign`). The instrumented code must be
+#: the compiler's own output, or the unit's debug information (which names -fsanitize=)
+#: vouches for code the sanitizer never saw.
+DRIVER_SWITCHES = ("-B", "-wrapper", "-specs", "--specs", "-fplugin=", "-fpass-plugin=")
+ASSEMBLY = (".s", ".S", ".sx", ".asm")
+ASSEMBLER_LANGUAGES = ("assembler", "assembler-with-cpp")
+#: the environment that points the compiler driver at other programs, or a compiler
+#: cache at another compiler or a command before it: never passed on
+DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCACHE_PREFIX", "CCACHE_PREFIX_CPP",
+              "CCACHE_COMPILER", "CCACHE_CC", "CCACHE_PATH")  # fmt: skip
+
+
+def _writable(value):
+    """Whether the program, directory or file a driver switch names could be the build's
+    own: writable now (in csorch's sandbox only the build's tree, output and private /tmp
+    are). A name without a slash is looked up where the driver looks: not the build's."""
+    if not value:
+        return False
+    path = value.split(",")[0] if "/" in value else ""
+    return bool(path) and os.access(os.path.realpath(path), os.W_OK)
+
+
+def foreign(args):
+    """Why this argv is no compile by the compiler's own programs ("" when it is): a switch
+    that hands a stage to a program or file the build could have written (-B, -wrapper,
+    -specs, a plugin), or assembly as input (`-x assembler`, a .s or .S file: a compiler's
+    -S output can be edited before it is assembled, and assembly carries no checks the
+    compiler made)."""
+    language = ""
+    for i, a in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        prev = args[i - 1] if i else ""
+        if a in ("-B", "-wrapper", "-specs"):
+            if _writable(nxt):
+                return f"{a} {nxt}"
+        elif a.startswith(DRIVER_SWITCHES):
+            value = a[2:] if a.startswith("-B") else a.partition("=")[2]
+            if _writable(value):
+                return a
+        if a == "-x":
+            language = nxt
+        elif a.startswith("-x") and len(a) > 2:
+            language = a[2:]
+        elif a.startswith("-") or prev in VALUED or prev in ("-B", "-wrapper", "-specs"):
+            continue
+        elif language in ASSEMBLER_LANGUAGES or (language in ("", "none") and a.endswith(ASSEMBLY)):
+            return f"{a} (assembly)"
+    return ""
+
+
 #: the chain of wrapped tools running (gcc inside nvcc); a tool inside itself (a compiler
 #: cache that looks its compiler up on PATH finds this stub again) runs the real one as is
 ACTIVE = "CSORCH_CCWRAP_ACTIVE"
@@ -199,7 +251,19 @@ def main(argv):
     nested = any(active)
     os.environ[ACTIVE] = ":".join([*active, name]).strip(":")
     nvcc = os.path.basename(real).startswith("nvcc")
-    mode, sources, inputs, output, libdirs, libs = parse(_expand(args))
+    expanded = _expand(args)
+    mode, sources, inputs, output, libdirs, libs = parse(expanded)
+    env = {k: v for k, v in os.environ.items() if k not in DRIVER_ENV}
+    why = foreign(expanded) if cfg.get("sanitizer") and mode != "other" else ""
+    if why:
+        sys.stderr.write(
+            f"csorch: refused under the sanitizer: {name} {why}: it lets the build change "
+            "what the compiler runs or what it made before it is assembled, so the "
+            "unit's debug information could name -fsanitize= for code the sanitizer never "
+            "instrumented. Compile C, C++ or CUDA sources by name, without -B, -wrapper, "
+            "-specs, plugins or assembly input.\n"
+        )
+        return 1
     if cfg.get("keep_debug") and mode in ("link", "compile+link"):
         args = unstripped(args)
     command = [*cfg["launcher"], real, *args, *added(cfg, mode, nvcc)]
@@ -208,7 +272,7 @@ def main(argv):
     if mode in ("link", "compile+link", "device-link"):
         link_inputs = [_file(os.path.join(cwd, p)) for p in inputs if os.path.isfile(p)]
         link_inputs += [_file(p) for p in _libraries(libdirs, libs, cwd)]
-    pid = os.posix_spawn(command[0], command, os.environ)
+    pid = os.posix_spawn(command[0], command, env)
     _, status, usage = os.wait4(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code == 0 and mode != "other":

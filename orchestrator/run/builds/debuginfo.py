@@ -28,6 +28,7 @@ zlib-compressed sections are inflated). A binary it cannot read is named, never 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import struct
 import zlib
@@ -42,7 +43,7 @@ from orchestrator.run.builds import units as records
 SHF_EXECINSTR = 0x4
 SHF_COMPRESSED = 0x800
 SHT_SYMTAB, SHT_DYNSYM, SHT_NOBITS = 2, 11, 8
-STT_FUNC, STT_GNU_IFUNC = 2, 10
+STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC = 0, 2, 10
 STB_LOCAL = 0
 SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 ET_EXEC, ET_DYN = 2, 3
@@ -67,6 +68,12 @@ RUNTIME = frozenset(
 #: what the compiler adds to each unit it instruments, without debug information (gcc's
 #: and clang's names): local, at most one each per instrumented unit
 PER_UNIT = re.compile(r"^(?:_sub_[ID]_00099_\d+|asan\.module_[cd]tor(?:\.\d+)?)$")
+#: the sanitizer runtimes' own interface: a binary that defines one of these replaces the
+#: checker's (__asan_default_options, __asan_on_error, __sanitizer_report_error_summary,
+#: an __asan_report_* entry point)
+INTERFACE = re.compile(r"^__+(?:asan|lsan|hwasan|msan|tsan|ubsan|sanitizer|interceptor)_")
+#: what the linker's --wrap=X makes of a definition of X
+WRAPPED = re.compile(r"^__(?:wrap|real)_")
 #: what every compile under a sanitizer gets (run/build.py adds them to the checker's)
 FLAGS = ("-g", "-grecord-gcc-switches")
 DW_TAG_COMPILE_UNIT, DW_TAG_PARTIAL_UNIT, DW_TAG_SKELETON_UNIT = 0x11, 0x3C, 0x4A
@@ -443,17 +450,15 @@ def _ranges(
             raise Unreadable(f".debug_rnglists: an entry kind this reader does not know ({kind})")
 
 
-def functions(data: bytes) -> list[Function]:
-    """The functions defined in an executable section of the ELF file `data` (its symbol
-    table; the dynamic one where it has none), each with its address."""
+def _symbols(data: bytes, both: bool = False) -> Iterator[tuple[str, int, int, int, int, bool]]:
+    """(name, type, section index, value, size, local) of each symbol the ELF file `data`
+    defines, from its symbol table (the dynamic one where it has none; `both`: each)."""
     elf = _Elf(data, sections.table(data))
     headers = elf.table.headers
-    tables = [h for h in headers if h[1] == SHT_SYMTAB] or [
-        h for h in headers if h[1] == SHT_DYNSYM
-    ]
-    out = []
+    static = [h for h in headers if h[1] == SHT_SYMTAB]
+    dynamic = [h for h in headers if h[1] == SHT_DYNSYM]
     fmt, size = (elf.order + "IBBHQQ", 24) if elf.table.wide else (elf.order + "IIIBBH", 16)
-    for h in tables:
+    for h in [*static, *dynamic] if both else static or dynamic:
         strings = elf.table.body(data, headers[h[6]]) if h[6] < len(headers) else b""
         body = elf.table.body(data, h)
         for off in range(size, len(body) - size + 1, size):
@@ -461,15 +466,69 @@ def functions(data: bytes) -> list[Function]:
                 name, info, _other, shndx, value, length = struct.unpack_from(fmt, body, off)
             else:
                 name, value, length, info, _other, shndx = struct.unpack_from(fmt, body, off)
-            if (
-                info & 0xF not in (STT_FUNC, STT_GNU_IFUNC)
-                or shndx == SHN_UNDEF
-                or shndx >= SHN_LORESERVE
-            ):
+            if shndx == SHN_UNDEF:
                 continue
-            if shndx >= len(headers) or not headers[shndx][2] & SHF_EXECINSTR or length == 0:
-                continue
-            out.append(Function(sections.name_at(strings, name), value, info >> 4 == STB_LOCAL))
+            local = info >> 4 == STB_LOCAL
+            yield sections.name_at(strings, name), info & 0xF, shndx, value, length, local
+
+
+def functions(data: bytes) -> list[Function]:
+    """The functions defined in an executable section of the ELF file `data` (its symbol
+    table; the dynamic one where it has none), each with its address."""
+    headers = sections.table(data).headers
+    out = []
+    for name, kind, shndx, value, length, local in _symbols(data):
+        if kind not in (STT_FUNC, STT_GNU_IFUNC) or shndx >= SHN_LORESERVE:
+            continue
+        if shndx >= len(headers) or not headers[shndx][2] & SHF_EXECINSTR or length == 0:
+            continue
+        out.append(Function(name, value, local))
+    return out
+
+
+@functools.cache
+def runtime_functions(sanitizer: str) -> frozenset[str]:
+    """The functions the `sanitizer` runtime the compiler links exports (its interface and
+    its interceptors: malloc, free, memcpy, ...); empty where there is none to read."""
+    if sanitizer != "address":
+        return frozenset()
+    from orchestrator.backends.asan.backend import find_runtime
+    from orchestrator.errors import CheckerUnavailable
+
+    try:
+        data = files.read_bytes(find_runtime(), records.LINKED)
+        return frozenset(
+            name
+            for name, kind, _shndx, _value, _size, local in _symbols(data, both=True)
+            if not local and kind in (STT_FUNC, STT_GNU_IFUNC) and name not in RUNTIME
+        )
+    except (CheckerUnavailable, OSError, sections.NotELF, struct.error, IndexError):
+        return frozenset()
+
+
+def replaced(
+    data: bytes,
+    sanitizer: str,
+    system: frozenset[str] = frozenset(),
+    inside: Callable[[int], bool] = lambda _address: True,
+) -> list[str]:
+    """The sanitizer runtime's own symbols that the ELF file `data` defines (a symbol of its
+    interface, `__asan_*`, `__sanitizer_*`, ..., or one the runtime intercepts, `malloc`;
+    under `--wrap=X` as `__wrap_X`): the binary's definition is the one its calls reach,
+    and the checker's (its options, its report path, its report entry points, the
+    allocator whose redzones it watches) never runs. Whatever the source spells (an asm
+    label, a linker's `--defsym` or `--wrap`), the symbol table shows it. A function that a
+    system archive the link read defines (`system`: a static runtime) passes, and so does
+    an intercepted name outside the build's own units (`inside(address)`: a static C++
+    runtime's `__cxa_throw`)."""
+    ours = runtime_functions(sanitizer)
+    out: list[str] = []
+    for name, kind, _shndx, value, _size, local in _symbols(data, both=True):
+        if kind not in (STT_NOTYPE, STT_FUNC, STT_GNU_IFUNC) or name in system or name in out:
+            continue  # a data object: the runtime's own variable, copied in by the link
+        bare = WRAPPED.sub("", name)
+        if INTERFACE.match(bare) or (not local and bare in ours and inside(value)):
+            out.append(name)
     return out
 
 
@@ -513,6 +572,19 @@ def archived(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _in(spans: Sequence[tuple[int, int, Unit]], address: int) -> Unit | None:
+    """The unit of `spans` (sorted (low, high, unit)) whose code holds `address`."""
+    i = bisect.bisect_right(spans, address, key=lambda s: s[0]) - 1
+    return next(
+        (
+            spans[j][2]
+            for j in range(i, max(i - 64, -1), -1)
+            if spans[j][0] <= address < spans[j][1]
+        ),
+        None,
+    )
+
+
 def problems(
     data: bytes, sanitizer: str, shown: str, system: frozenset[str] = frozenset()
 ) -> list[str]:
@@ -529,28 +601,27 @@ def problems(
     try:
         found = units(data)
         funcs = functions(data)
+        spans = sorted(((lo, hi, u) for u in found for lo, hi in u.ranges), key=lambda s: s[:2])
+        theirs = replaced(data, sanitizer, system, lambda a: _in(spans, a) is not None)
     except (Unreadable, sections.NotELF, struct.error) as exc:
         return [
             f"{shown}: its debug information cannot be read ({exc}), so its units cannot be checked"
         ]
-    spans = sorted(((lo, hi, u) for u in found for lo, hi in u.ranges), key=lambda s: s[:2])
     out: list[str] = []
+    if theirs:
+        first = ", ".join(theirs[:3]) + (f" (+{len(theirs) - 3} more)" if len(theirs) > 3 else "")
+        out.append(
+            f"{shown}: defines {first}, the {sanitizer} sanitizer runtime's own: its calls "
+            "reach the binary's definition, never the checker's (remove the definition, "
+            "the asm label or the linker's --defsym/--wrap that makes it)"
+        )
     runtime_seen: set[str] = set()
     bad_units: dict[str, str] = {}
     instrumented = sum(1 for u in found if u.ranges and not carries(u.producer, sanitizer))
     per_unit: dict[str, int] = {}
     outside: list[str] = []  # the functions in no unit
-    lows = [s[0] for s in spans]
     for f in sorted(funcs, key=lambda f: f.address):
-        i = bisect.bisect_right(lows, f.address) - 1
-        unit = next(
-            (
-                spans[j][2]
-                for j in range(i, max(i - 64, -1), -1)
-                if spans[j][0] <= f.address < spans[j][1]
-            ),
-            None,
-        )
+        unit = _in(spans, f.address)
         if unit is None:
             if f.name in RUNTIME and f.name not in runtime_seen:
                 runtime_seen.add(f.name)

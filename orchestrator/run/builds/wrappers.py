@@ -171,6 +171,8 @@ def make(
                 "launcher": list(launcher),
                 "keep_debug": keep_debug,
                 "unpreload": list(unpreload),
+                # under a sanitizer the compiler runs only its own programs (ccwrap.foreign)
+                "sanitizer": keep_debug,
             }
         ),
         root=out,
