@@ -129,3 +129,30 @@ def test_a_billion_repeats_is_named_not_planned(cprog_bundles, tmp_path, change)
     assert "1000000000" in done.stdout and "10,000" in done.stdout, done.stdout
     compared = _csorch("compare", "--from", str(bundle), cwd=tmp_path)
     assert compared.returncode == ExitCode.INCONCLUSIVE, compared.stdout + compared.stderr
+
+
+def test_a_gate_directorys_bundle_that_is_a_symlink_carries_nothing(tmp_path):
+    """`gate --carry-from DIR` takes DIR/EXPERIMENT as the bundle; `--carry-from` refuses
+    a symlink, and so must the bundle found inside: it carried the verdict of whatever
+    bundle the link led to, named by the link's path."""
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("the C program needs gcc and make")
+    for name in ("old", "new"):
+        (tmp_path / name).mkdir()
+        shutil.copytree(E2E / "cprog", tmp_path / name / "cprog")
+        for f in ("c-oob.yaml", "fix-oob.patch", "gate-cprog.yaml"):
+            shutil.copy(E2E / f, tmp_path / name / f)
+    pick = tmp_path / "new" / "cprog" / "pick.c"
+    pick.write_text(pick.read_text().replace("sums an 8-element table", "sums eight"))
+    cache = str(tmp_path / "cache")
+    done = _csorch("run", "old/c-oob.yaml", "--backend", "asan", "--out", "stored",
+                   "--cache-dir", cache, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "c-oob").symlink_to(tmp_path / "stored")
+    gate = _csorch("gate", "new/gate-cprog.yaml", "--backend", "asan", "--out", "gate",
+                   "--cache-dir", cache, "--carry-from", "links", cwd=tmp_path)  # fmt: skip
+    said = gate.stdout + gate.stderr
+    assert gate.returncode == ExitCode.PASS, said  # every attempt ran again
+    assert "not carried" in said and "is a symlink" in said, said
+    assert json.loads((tmp_path / "gate" / "c-oob" / "results.json").read_text())["carried"] is None
