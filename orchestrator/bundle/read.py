@@ -46,6 +46,8 @@ def records(results: Mapping[str, Any], where: Path | str = RESULTS) -> Records:
         exp = Experiment.from_dict(experiment)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DocumentError(where, "experiment", f"cannot be read back: {exc!r}") from None
+    if beyond := exp.beyond_bounds():
+        raise DocumentError(where, "experiment", f"cannot be one csorch ran: {beyond}")
     judgement = field(results, "judgement", (dict, type(None)), where)
     try:
         judged = Judgement.from_dict(judgement) if judgement else None

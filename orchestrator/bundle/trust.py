@@ -43,6 +43,7 @@ from orchestrator.config.experiment import load_experiment, only_cases
 from orchestrator.errors import BundleError, CsorchError
 from orchestrator.files import CONFIG, file_digest, loads, open_regular, read_json
 from orchestrator.model import Experiment, Verdict
+from orchestrator.model.experiment import MAX_REPEATS
 
 #: how many of one kind of problem a reason names before it counts the rest
 _SHOWN = 3
@@ -229,12 +230,29 @@ def _configured(
     said = f"judged against its config file {where}"
     if cases:
         said += f" (the run asked only for the case(s) {_few(cases)}: --case)"
-    repeat = (results.get("options") or {}).get("repeat")
-    if isinstance(repeat, int) and not isinstance(repeat, bool):
+    repeat = _repeat(results)
+    if repeat is not None and not _odd_repeat(repeat):
         runs = tuple(dataclasses.replace(r, repeats=None) for r in loaded.runs)
         loaded = dataclasses.replace(loaded, repeats=repeat, runs=runs)
         said += f" (--repeat {repeat})"
     return loaded, said
+
+
+def _repeat(results: dict[str, Any]) -> Any:
+    options = results.get("options")
+    return options.get("repeat") if isinstance(options, dict) else None
+
+
+def _odd_repeat(repeat: Any) -> list[str]:
+    """results.json's `--repeat` when it is none csorch takes (a count of 1 to
+    MAX_REPEATS): a bound the config file would be narrowed by, never believed (a
+    billion repeats is a billion attempts planned by every reader)."""
+    if repeat is None:
+        return []
+    if isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= MAX_REPEATS:
+        return []
+    return [f"records --repeat {repeat!r} in results.json's options: not a count csorch takes "
+            f"(1 to {MAX_REPEATS:,})"]  # fmt: skip
 
 
 def _differs(got: Experiment, want: Experiment) -> list[str]:
@@ -310,7 +328,8 @@ def load_trusted(
             reasons += _identity(recs, manifest, expect)
         else:
             expect, against = _configured(root, results, manifest)
-            tampered = _differs(recs.experiment, expect) if expect is not None else []
+            tampered = _odd_repeat(_repeat(results))
+            tampered += _differs(recs.experiment, expect) if expect is not None else []
             reasons += tampered
         reasons += _missing(recs, expect or recs.experiment)
     return Trusted(

@@ -12,11 +12,27 @@ from orchestrator.files.read import read_text
 from orchestrator.files.refusal import DOCUMENT, Kind
 
 
+def _constant(name: str) -> Any:
+    raise ValueError(f"holds {name}, which csorch never writes (JSON has no such number)")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise ValueError(f"holds the key {key!r} twice (which one a reader sees is a guess)")
+        doc[key] = value
+    return doc
+
+
 def loads(text: str) -> Any:
-    """`json.loads`, with nesting too deep for the parser a ValueError like any other
-    damage (it is a RecursionError otherwise: a traceback from a hand-made document)."""
+    """`json.loads` of a document csorch wrote, refusing as a ValueError like any other
+    damage what csorch never writes and a hand-made document can hold: nesting too deep
+    for the parser (a RecursionError otherwise), NaN and Infinity (Python's extension of
+    JSON: a count that equals nothing, a bound that is none), and a key given twice
+    (another reader of the same file, jq or a browser, may see the other value)."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_constant, object_pairs_hook=_object)
     except RecursionError:
         raise ValueError("nested too deeply to be a document csorch wrote") from None
 

@@ -206,6 +206,20 @@ class Experiment(Record):
         per_variant = sum(self.repeats_for(r) for r in self.runs) * len(self.cases)
         return per_variant * len(self.variants)
 
+    def beyond_bounds(self) -> str:
+        """What of the experiment lies past the bounds a config is held to when it loads
+        ("": nothing): an experiment read back from a bundle was not loaded from a config,
+        and a reader that plans its attempts (completeness, the judge) would otherwise
+        list a billion of them."""
+        counts = [("repeats", self.repeats)]
+        counts += [(f"run {r.name!r}'s repeats", r.repeats) for r in self.runs]
+        for what, repeats in counts:
+            if repeats is not None and not 1 <= repeats <= MAX_REPEATS:
+                return f"{what} is {repeats}, expected 1 to {MAX_REPEATS:,}"
+        if self.attempts() > MAX_ATTEMPTS:
+            return f"plans {self.attempts():,} attempts, at most {MAX_ATTEMPTS:,}"
+        return ""
+
     def timeout_for(self, run: Run) -> float:
         return run.timeout if run.timeout is not None else self.timeout
 

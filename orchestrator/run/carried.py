@@ -129,6 +129,8 @@ def decide(
     """The carry of the verdict of the bundle at `source` to this run, whose own bundle
     (its trees already stored) is `bundle`; NotCarried naming why not."""
     source = Path(source)
+    if source.is_symlink():  # a gate directory's bundle as well as the one given
+        raise NotCarried(f"{source} is a symlink: the evidence carried is a bundle's own files")
     try:  # the one way a stored bundle is read: verified, complete, its config's own
         stored = trust.load_trusted(source)
     except CsorchError as exc:
