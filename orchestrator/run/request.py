@@ -217,14 +217,16 @@ def prepare(request: Request) -> Prepared:
         check_new(out, "run")
     places.check_directory(s.cache, "--cache-dir")
     experiment = only_cases(load_experiment(request.configs[0]), list(s.cases))
+    # the flags first (pure), then the places (which ask git where the sources' own
+    # repositories keep their .git)
+    options.check_repeat(experiment, s.repeat)
+    runner = executor_for(experiment, s.executor, list(s.slurm) if s.slurm else None)
+    check_local_only(runner, s.devices)
     places.check_cache(s.cache, places.sources([experiment]))
     if out is not None:
         places.check_out(
             out, sources=places.sources([experiment]), cache=s.cache, resuming=resuming
         )
-    options.check_repeat(experiment, s.repeat)
-    runner = executor_for(experiment, s.executor, list(s.slurm) if s.slurm else None)
-    check_local_only(runner, s.devices)
     choice, facts = options.choose_backend(s.backend, options.interpreter_of([experiment]))
     devices = (
         options.resolve_devices(s.devices, choice.backend, facts.fast) if runner is None else ()
