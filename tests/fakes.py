@@ -105,7 +105,9 @@ class Recorded:
     def parse(self, lines: Iterable[str], *, checker: Checker = Checker.ASAN) -> ParseResult:
         return asan_log.parse(lines)
 
-    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+    def read(
+        self, prefix: Path, checker: Checker, env: Mapping[str, str] | None = None
+    ) -> ParseResult:
         # logs/<variant>/<run>/<case>/r<k>.launch<j>.checker
         variant = prefix.parts[-4]
         return self.by_variant.get(variant, captured("clean"))

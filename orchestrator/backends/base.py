@@ -161,9 +161,12 @@ class Backend(Protocol):
         """One log's records (`checker`: the tool that wrote it)."""
         ...
 
-    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+    def read(
+        self, prefix: Path, checker: Checker, env: Mapping[str, str] | None = None
+    ) -> ParseResult:
         """One launch's channel (the files under `prefix`) as one parse: the executor and
-        `bundle.rederive` both read it through here."""
+        `bundle.rederive` both read it through here. `env`: what csorch set for the launch
+        (`wrap`'s), which the channel's processes are held to."""
         ...
 
     def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:

@@ -11,8 +11,11 @@ report it prints is no finding and a stream it redirects hides none.
 
 The rules (each breach makes the launch's parse inconclusive, with the process named):
 - ASan: every process that started (a `started` record) has its log, and its log ends
-  with the runtime's exit stats (or ABORTING); a forked child that never exec'd has no
-  start record and may end with `_exit`: its log counts when each report in it is whole;
+  with the runtime's exit stats (or ABORTING); it started with the checker options csorch
+  set for the launch (its start record holds them: a subject that starts a process with
+  weaker ones, `poison_heap=0` say, made that process's silence worth nothing); a forked
+  child that never exec'd has no start record and may end with `_exit`: its log counts
+  when each report in it is whole;
   every report in `P.<pid>` is process <pid>'s (a line naming another pid was not
   written by that process's runtime);
 - compute-sanitizer: every log file ends with its ERROR SUMMARY (the backend's parser);
@@ -29,7 +32,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from orchestrator.files import LinkRefused, NotRegularFile, open_regular
+from orchestrator.files import Kind, LinkRefused, NotRegularFile, open_regular, read_text
 from orchestrator.model import ParseResult
 
 # r0.launch1.asan.4540   (the runtime's `log_path=PREFIX` file of process 4540)
@@ -44,6 +47,11 @@ CS_LOG_RE = re.compile(r"^(?P<prefix>.+)\.(?P<pid>[0-9]{1,9})\.log\Z", re.DOTALL
 CASE_FRAME_RE = re.compile(r"^csorch_case_(?P<index>[0-9]{1,6})$")
 
 AsanParser = Callable[..., ParseResult]
+
+#: a start record: the two option variables, each at most the shim's 16 KiB
+STARTED = Kind("an ASan start record", 64 << 10)
+#: the variables a start record holds: the runtime's options and its defaults (the shim's)
+OPTION_VARIABLES = ("ASAN_OPTIONS", "CSORCH_ASAN_OPTIONS")
 Parser = Callable[[Iterable[str]], ParseResult]
 
 
@@ -106,8 +114,35 @@ def _broken(parse: ParseResult, why: str) -> ParseResult:
     )
 
 
-def read_asan(prefix: Path, parse: AsanParser) -> ParseResult:
-    """One launch's ASan channel (`prefix` = the `log_path` it ran with) as one parse."""
+def changed_options(record: Path, options: str) -> str:
+    """What in a start record says its process did not start with `options` (the
+    ASAN_OPTIONS csorch set for the launch), "" when nothing does. A variable the process
+    started without is no change (the shim's defaults, or none: then its reports land
+    outside the channel and the missing log says so); an empty record (a shim older than
+    the options it records) says nothing."""
+    try:
+        text = read_text(record, STARTED, errors="replace")
+    except (OSError, ValueError) as exc:
+        return f"its start record {record.name} cannot be read ({exc})"
+    if not text:
+        return ""
+    seen = {}
+    for line in text.split("\n")[:-1] if text.endswith("\n") else [text]:
+        name, eq, value = line.partition("=")
+        if eq and name in OPTION_VARIABLES and name not in seen:
+            seen[name] = value
+        elif not (line.startswith("-") and line[1:] in OPTION_VARIABLES):
+            return f"its start record {record.name} is not the shim's ({line[:80]!r})"
+    for name, value in seen.items():
+        if value != options:
+            return f"it started with {name}={value[:300]!r}, not the options csorch set"
+    return ""
+
+
+def read_asan(prefix: Path, parse: AsanParser, options: str | None = None) -> ParseResult:
+    """One launch's ASan channel (`prefix` = the `log_path` it ran with) as one parse.
+    `options`: the ASAN_OPTIONS csorch set for the launch, which every process that
+    started under the shim must have started with (None: not checked)."""
     logs = {
         pid: path
         for pid, path in _files(prefix, ASAN_LOG_RE).items()
@@ -134,8 +169,15 @@ def read_asan(prefix: Path, parse: AsanParser) -> ParseResult:
             )
             continue
         one = parse(lines(logs[pid]), exit_required=pid in started)
+        changed = changed_options(started[pid], options) if pid in started and options else ""
         foreign = sorted({f.pid for f in one.findings if f.pid is not None and f.pid != pid})
-        if foreign:
+        if changed:
+            one = _broken(
+                one,
+                f"process {pid} ran with checker options of its own: {changed} (a subject "
+                "that changes ASAN_OPTIONS for a process it starts can silence the checker)",
+            )
+        elif foreign:
             one = _broken(
                 one,
                 f"{logs[pid].name} holds reports of process(es) {foreign}, not of {pid}: "

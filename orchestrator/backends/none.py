@@ -77,7 +77,9 @@ class NoChecker:
         # nothing to prove: a plain run is complete when the process ends
         return ParseResult(complete=True)
 
-    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+    def read(
+        self, prefix: Path, checker: Checker, env: Mapping[str, str] | None = None
+    ) -> ParseResult:
         return ParseResult(complete=True)
 
     def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:

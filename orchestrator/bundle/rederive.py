@@ -47,7 +47,8 @@ def _parse(backend: Backend, attempt: Attempt, root: Path, k: int, log: Path) ->
     """Launch `k`'s checker records parsed again, from the checker's own channel (the
     files beside its output log: `backends.channel`), read by the method the executor
     read them with."""
-    return backend.read(root / channel.prefix_for(log, k), attempt.checker)
+    env = dict(attempt.launches[k].env) if k < len(attempt.launches) else {}
+    return backend.read(root / channel.prefix_for(log, k), attempt.checker, env)
 
 
 def _tally(parse: ParseResult) -> Counter[str]:

@@ -150,7 +150,7 @@ def _wrap(
     )
 
     def read(log: Path) -> ParseResult:
-        return _suppress(ctx.backend.read(channel, run.checker), run)
+        return _suppress(ctx.backend.read(channel, run.checker, dict(wrapped.env)), run)
 
     return list(wrapped.argv), {**env, **dict(wrapped.env)}, read
 

@@ -17,7 +17,10 @@ nodes) and carry the marks every report gives it (`judge.signature_view`): `ambi
 destroyed context it reports), each only where it holds.
 
 Levels: a finding in a control variant is the defect the control exists to reproduce,
-so it is a "note"; anywhere else (the fix, other variants) it is an "error".
+so it is a "note"; anywhere else (the fix, other variants) it is an "error". A verdict
+other than PASS is an "error" result of its own (rule `csorch.verdict`, at the config
+file), first: an INCONCLUSIVE bundle (evidence that does not verify, a timeout) whose
+findings are all notes must not read as a clean scan in a code-scanning view.
 
 Upload-safe locations: code scanning (GitHub's, and others) places a result only at a
 path relative to the repository it analyzes, and drops a result with no location. So
@@ -295,6 +298,46 @@ def _outcome_results(
     return out
 
 
+#: the rule of a verdict other than PASS (`_verdict_result`)
+VERDICT_RULE_ID = "csorch.verdict"
+_VERDICT_HELP = (
+    "csorch's verdict on the experiment is not PASS: FAIL (the fix does not remove what "
+    "the controls reproduce) or INCONCLUSIVE (the evidence cannot carry a verdict: a "
+    "variant that did not build, a timeout, a checker log that is incomplete, a bundle "
+    "that does not verify). The message gives the first reason; `csorch report BUNDLE` "
+    "and `csorch verify BUNDLE` give them all."
+)
+VERDICT_RULE: dict[str, Any] = {
+    "id": VERDICT_RULE_ID,
+    "name": "VerdictNotPass",
+    "shortDescription": {"text": "the verdict is not PASS"},
+    "fullDescription": {"text": _VERDICT_HELP},
+    "help": {"text": _VERDICT_HELP, "markdown": _VERDICT_HELP},
+    "defaultConfiguration": {"level": "error"},
+}
+
+
+def _verdict_result(
+    name: str, verdict: str, reasons: Sequence[str], places: _Places, index: int
+) -> dict[str, Any]:
+    """The error result of a verdict other than PASS, at the config file (else the root)."""
+    uri, source = next(iter(places.fallbacks("")), (".", "repository"))
+    why = reasons[0] if reasons else "the bundle holds no verdict"
+    return {
+        "ruleId": VERDICT_RULE_ID,
+        "ruleIndex": index,
+        "level": "error",
+        "message": {"text": f"{name}: verdict {verdict.upper()}: {why}"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(uri),
+                                                                 "uriBaseId": BASE}}}],
+        "partialFingerprints": {
+            FINGERPRINT_KEY: hashlib.sha256(f"verdict/{name}".encode()).hexdigest(),
+            RESULT_KEY: _result_fingerprint(f"verdict/{name}", verdict, ""),
+        },
+        "properties": {"verdict": verdict, "reasons": list(reasons), "locationFrom": source},
+    }  # fmt: skip
+
+
 def _results(
     experiment: Experiment,
     records: bundle.Records,
@@ -392,8 +435,14 @@ def log(
     """The SARIF 2.1.0 log of a bundle, as a document (`render`'s, not yet text)."""
     records = bundle.records(results)
     experiment = records.experiment
-    found, rules = _results(experiment, records, _Places(experiment, root), _patches(manifest))
+    places = _Places(experiment, root)
+    found, rules = _results(experiment, records, places, _patches(manifest))
     judgement = records.judgement
+    verdict = str(results.get("verdict") or "not judged")
+    if verdict != "pass":
+        rules.append(VERDICT_RULE)
+        reasons = list(judgement.reasons) if judgement else []
+        found.insert(0, _verdict_result(experiment.name, verdict, reasons, places, len(rules) - 1))
     backend = results.get("backend", {})
     invocation: dict[str, Any] = {
         # whether csorch's run got to its end (an interrupted one leaves the bundle

@@ -64,6 +64,8 @@ def render(
     for result in sarif.log(results, manifest, root=root)["runs"][0]["results"]:
         if result.get("suppressions"):
             continue  # tolerated: listed in the reports, not put on the diff
+        if result["ruleId"] == sarif.VERDICT_RULE_ID:
+            continue  # the verdict's annotation is the first line already
         physical = result["locations"][0]["physicalLocation"]
         uri = unquote(physical["artifactLocation"]["uri"])
         line = physical.get("region", {}).get("startLine")

@@ -125,3 +125,28 @@ def test_adjacent_string_literals_are_read_as_the_compiler_joins_them() -> None:
     assert optouts.c_marks(label) == [("__asan_default_options", 1)]
     apart = 'char *a = "ASAN_"; int n; char *b = "OPTIONS";\n'
     assert optouts.c_marks(apart) == []
+
+
+def test_a_fix_whose_program_weakens_the_checkers_options_is_not_a_pass(
+    place: Path, sandboxed: None
+) -> None:
+    """The built `pick` is a script that starts the real program with `poison_heap=0`
+    appended to ASAN_OPTIONS: the heap's redzones go unpoisoned and the out-of-bounds
+    read goes unseen. It passed; each process's start record now holds the options it
+    started with, and a process whose options are not csorch's makes the attempt
+    inconclusive, named."""
+    script = '#!/bin/sh\\nASAN_OPTIONS="$$ASAN_OPTIONS:poison_heap=0" exec ./pick.bin\\n'
+    _patch(place, {"Makefile": MAKE + "\t$(CC) $(CFLAGS) -o pick.bin pick.c $(LDFLAGS)\n"
+                   f"\tprintf '{script}' > pick\n\tchmod +x pick\n"})  # fmt: skip
+    runs = "[{name: memcheck, checker: memcheck}]"
+    done = csorch(place, "run", experiment(place, runs=runs), "--backend", "asan", "--out", "out")
+    results = json.loads((place / "out" / "results.json").read_text())
+    assert results["verdict"] == "inconclusive", said(done)[-3000:]
+    assert done.returncode == 3
+    fixed = [a for a in results["attempts"] if a["variant"] == "fixed"]
+    assert fixed and all("checker options of its own" in (a["parse"] or {}).get(
+        "tool_errors", [""])[0] for a in fixed), fixed  # fmt: skip
+    assert "poison_heap=0" in json.dumps(fixed)
+    # the bundle re-derives to the same: verify agrees with the run
+    again = csorch(place, "verify", "out")
+    assert again.returncode in (0, 3) and "differ" not in said(again), said(again)[-2000:]

@@ -286,8 +286,11 @@ class Asan:
             return Wrapped(argv=tuple(argv), env=(), log_path=None)
         return self.wrap(argv, checker=Checker.MEMCHECK, env=env, plain=True)
 
-    def read(self, prefix: Path, checker: Checker) -> ParseResult:
-        return channel.read_asan(prefix, parse)
+    def read(
+        self, prefix: Path, checker: Checker, env: Mapping[str, str] | None = None
+    ) -> ParseResult:
+        # every process that started under the shim started with csorch's options
+        return channel.read_asan(prefix, parse, (env or {}).get("ASAN_OPTIONS"))
 
     def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:
         return result  # each report lies between its case's markers already

@@ -31,7 +31,7 @@
  * file of ASAN_OPTIONS=log_path=P, P.<pid>), in order with them; a subject's stdout and
  * stderr are not that file. When CSORCH_ASAN_STARTED=S is set, each process that loads
  * this library (an exec'd program: a forked child does not run constructors) creates the
- * empty file S.<pid> at start: csorch then requires P.<pid> to end with the runtime's exit
+ * file S.<pid> at start, with the checker options it started with: csorch then requires P.<pid> to end with the runtime's exit
  * stats, so that a process killed before its exit is never silently absent. A process
  * that ends with _exit (dash does; so do multiprocessing's workers) runs no exit
  * handlers, so no exit stats: this library's _exit and _Exit write its end record
@@ -251,7 +251,37 @@ const char *__asan_default_options(void) {
   return default_options;
 }
 
-/* S.<pid> for CSORCH_ASAN_STARTED=S: this process started under csorch's ASan */
+/* one line of S.<pid>: "NAME=value" as the process started with it, "-NAME" without */
+static void write_fd_all(int fd, const char *buf, size_t len) {
+  while (len) {
+    ssize_t n = write(fd, buf, len);
+    if (n <= 0) return;
+    buf += n;
+    len -= (size_t)n;
+  }
+}
+
+static void record_variable(int fd, const char *name) {
+  const char *value = getenv(name);
+  size_t n = 0, m = 0;
+  while (name[n]) n++;
+  if (!value) {
+    write_fd_all(fd, "-", 1);
+    write_fd_all(fd, name, n);
+    write_fd_all(fd, "\n", 1);
+    return;
+  }
+  while (value[m]) m++;
+  write_fd_all(fd, name, n);
+  write_fd_all(fd, "=", 1);
+  write_fd_all(fd, value, m);
+  write_fd_all(fd, "\n", 1);
+}
+
+/* S.<pid> for CSORCH_ASAN_STARTED=S: this process started under csorch's ASan, with the
+ * checker options it started with (ASAN_OPTIONS and the defaults): csorch holds them to
+ * the options it set, so that a subject that starts a process of its own with weaker
+ * ones (poison_heap=0, a report path elsewhere) is seen */
 static void record_start(void) {
   const char *prefix = getenv("CSORCH_ASAN_STARTED");
   char path[4096], *p = path;
@@ -264,7 +294,10 @@ static void record_start(void) {
   put_number(&p, (uint64_t)getpid(), 10, 1);
   *p = 0;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) close(fd);
+  if (fd < 0) return;
+  record_variable(fd, "ASAN_OPTIONS");
+  record_variable(fd, "CSORCH_ASAN_OPTIONS");
+  close(fd);
 }
 
 __attribute__((constructor)) static void remember_loader(void) {

@@ -151,7 +151,9 @@ class ComputeSanitizer:
     def wrap_plain(self, argv: Sequence[str], env: Mapping[str, str], sanitizer: str) -> Wrapped:
         return Wrapped(argv=tuple(argv), env=(), log_path=None)
 
-    def read(self, prefix: Path, checker: Checker) -> ParseResult:
+    def read(
+        self, prefix: Path, checker: Checker, env: Mapping[str, str] | None = None
+    ) -> ParseResult:
         return channel.read_cs(prefix, lambda lines: cs_log.parse(lines, checker=checker))
 
     def attribute(self, result: ParseResult, nodes: Sequence[str]) -> ParseResult:

@@ -166,6 +166,53 @@ def test_a_shell_that_ends_with__exit_leaves_the_shims_end_record(tmp_path: Path
                if p.is_file())  # fmt: skip
 
 
+@pytest.mark.process
+@pytest.mark.parametrize(
+    ("child", "conclusive"),
+    [
+        ("sh -c true", True),
+        ("env -u ASAN_OPTIONS sh -c true", True),  # the shim's defaults are csorch's
+        ('ASAN_OPTIONS="$ASAN_OPTIONS:poison_heap=0" sh -c true', False),
+        ('CSORCH_ASAN_OPTIONS="$ASAN_OPTIONS:poison_heap=0" env -u ASAN_OPTIONS sh -c true', False),
+    ],
+)
+def test_a_process_started_with_options_of_its_own_is_named(
+    tmp_path: Path, child: str, conclusive: bool
+) -> None:
+    """Each process's start record holds the options it started with: one started with
+    weaker ones than csorch set (poison_heap=0: heap overflows unseen) makes the launch
+    inconclusive, naming it; one that only lost ASAN_OPTIONS runs on the shim's defaults,
+    which are csorch's."""
+    if shutil.which("sh") is None or shutil.which("gcc") is None:
+        pytest.skip("needs sh and gcc")
+    asan = Asan()
+    try:
+        asan.probe()
+    except CheckerUnavailable as exc:
+        pytest.skip(str(exc))
+    asan.build_fold(tmp_path / "fold")
+    prefix = tmp_path / "r0.launch0.checker"
+    wrapped = asan.wrap(["sh", "-c", child], checker=Checker.MEMCHECK, log_path=prefix)
+    env = dict(wrapped.env)
+    subprocess.run(wrapped.argv, env={**os.environ, **env}, check=True)
+    got = channel.read_asan(prefix, asan_log.parse, env["ASAN_OPTIONS"])
+    assert got.conclusive is conclusive, got.reason
+    if not conclusive:
+        assert "checker options of its own" in got.reason and "poison_heap=0" in got.reason
+    # without the options to hold them to (an older bundle's reader), nothing is named
+    assert channel.read_asan(prefix, asan_log.parse).conclusive
+
+
+def test_a_start_record_that_is_not_the_shims_is_named(tmp_path: Path) -> None:
+    prefix = tmp_path / "r0.launch0.checker"
+    shutil.copy(ASAN / "clean.log", f"{prefix}.4001")
+    Path(f"{prefix}.started.4001").write_text("ASAN_OPTIONS=x\nsomething else\n")
+    got = channel.read_asan(prefix, asan_log.parse, "x")
+    assert not got.conclusive and "not the shim's" in got.reason
+    Path(f"{prefix}.started.4001").write_text("ASAN_OPTIONS=x\n-CSORCH_ASAN_OPTIONS\n")
+    assert channel.read_asan(prefix, asan_log.parse, "x").conclusive
+
+
 def test_a_real_h200_log_file_names_its_case_by_the_plugins_frame(tmp_path: Path) -> None:
     here = FIXTURES / "compute-sanitizer" / "h200-channels"
     prefix = tmp_path / "r0.launch0.checker"

@@ -119,6 +119,8 @@ def from_sarif() -> Shown:
     labels = {r["id"]: r["shortDescription"]["text"] for r in run["tool"]["driver"]["rules"]}
     out: Shown = {}
     for r in run["results"]:
+        if r["ruleId"] == sarif.VERDICT_RULE_ID:
+            continue  # the verdict's own result: no signature
         props = r["properties"]
         id_ = r["partialFingerprints"][sarif.FINGERPRINT_KEY][:12]
         was = out.get(id_, (labels[r["ruleId"]], False, "", False))

@@ -25,6 +25,11 @@ def log(path: Path) -> dict[str, Any]:
     return json.loads(sarif.render(*bundle.read(path)))
 
 
+def found(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run's results of findings: without the verdict's own (a verdict not PASS)."""
+    return [r for r in run["results"] if r["ruleId"] != sarif.VERDICT_RULE_ID]
+
+
 def findings(path: Path) -> list[Finding]:
     return [f for a in bundle.records(bundle.read(path)[0]).attempts for f in a.findings]
 
@@ -58,9 +63,9 @@ def test_rule_ids_and_fingerprints_are_stable_across_runs(cprog_bundles) -> None
     ids = set()
     for path in cprog_bundles.values():
         run = log(path)["runs"][0]
-        (rule,) = run["tool"]["driver"]["rules"]
+        (rule,) = [r for r in run["tool"]["driver"]["rules"] if r["id"] != sarif.VERDICT_RULE_ID]
         ids.add(rule["id"])
-        for result in run["results"]:
+        for result in found(run):
             assert result["ruleId"] == rule["id"] and result["ruleIndex"] == 0
             (fp,) = {fingerprint(signature(f)) for f in findings(path)}
             said = result["partialFingerprints"]
@@ -76,7 +81,7 @@ def test_rule_ids_and_fingerprints_are_stable_across_runs(cprog_bundles) -> None
 
 def test_results_per_variant_with_levels_and_locations(cprog_bundles) -> None:
     run = log(cprog_bundles["fail"])["runs"][0]
-    by_variant = {r["properties"]["variant"]: r for r in run["results"]}
+    by_variant = {r["properties"]["variant"]: r for r in found(run)}
     assert set(by_variant) == {"fixed", "control"}
     assert by_variant["fixed"]["level"] == "error"  # the fix still shows the defect
     assert by_variant["control"]["level"] == "note"  # the control is meant to
@@ -148,7 +153,7 @@ def test_a_frame_outside_the_tree_falls_back_to_a_file_of_the_repository(
     doc = json.loads(sarif.render(*bundle.read(edited(cprog_bundles["fail"], tmp_path, move))))
     assert not sorted(validator.iter_errors(doc), key=str)
     upload_safe(doc)
-    by_variant = {r["properties"]["variant"]: r for r in doc["runs"][0]["results"]}
+    by_variant = {r["properties"]["variant"]: r for r in found(doc["runs"][0])}
     for result in by_variant.values():
         physical = result["locations"][0]["physicalLocation"]
         # the config the experiment came from, in the repository
@@ -170,7 +175,7 @@ def test_the_fix_s_result_is_its_own_alert_at_the_repository_s_line(cprog_bundle
     10 of the patched tree; the repository (and the control) has it at line 9. The fix's
     result used to point at 10 and share its fingerprints with the control's (one alert)."""
     run = log(cprog_bundles["fail"])["runs"][0]
-    by = {r["properties"]["variant"]: r for r in run["results"]}
+    by = {r["properties"]["variant"]: r for r in found(run)}
     fixed, control = by["fixed"], by["control"]
     line = lambda r: r["locations"][0]["physicalLocation"]["region"]["startLine"]  # noqa: E731
     assert line(control) == 9 and line(fixed) == 9
@@ -217,3 +222,22 @@ def test_a_target_that_is_a_test_outcome_gives_results(cprog_bundles, tmp_path) 
     }
     rule = run["tool"]["driver"]["rules"][cases[0]["ruleIndex"]]
     assert rule["id"] == cases[0]["ruleId"] and rule["help"]["text"]
+
+
+@pytest.mark.parametrize("verdict", ["pass", "fail", "inconclusive"])
+def test_a_verdict_other_than_pass_is_an_error_result_of_its_own(cprog_bundles, verdict) -> None:
+    """An INCONCLUSIVE bundle whose only findings were the control's notes (a tampered
+    bundle, re-derived) read as a clean scan in code scanning: the verdict is now an
+    error result of its own, first, at the config file, with a rule that has help."""
+    run = json.loads(sarif.render(*bundle.read(cprog_bundles[verdict])))["runs"][0]
+    said = [r for r in run["results"] if r["ruleId"] == sarif.VERDICT_RULE_ID]
+    if verdict == "pass":
+        assert said == []
+        return
+    (result,) = said
+    assert run["results"][0] is result or run["results"][0] == result
+    assert result["level"] == "error" and verdict.upper() in result["message"]["text"]
+    rule = run["tool"]["driver"]["rules"][result["ruleIndex"]]
+    assert rule["id"] == sarif.VERDICT_RULE_ID and rule["help"]["text"]
+    uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri.endswith(".yaml") and not uri.startswith("/")
