@@ -340,6 +340,9 @@ class Carried(Record):
     trees: tuple[tuple[str, str], ...] = ()
     files: tuple[CarriedFile, ...] = ()
     binaries: tuple[CarriedBinary, ...] = ()
+    #: the stored bundle's authenticity when carried from (`trust.stated`): "signed by
+    #: WHO" or "unsigned" ("" in a record older than it)
+    evidence: str = ""
 
     def headline(self) -> str:
         """The first line every report gives a carried verdict."""
@@ -355,4 +358,6 @@ class Carried(Record):
             more = f" and {len(where) - 6} more" if len(where) > 6 else ""
             changed = f"{len(where)} file(s) changed, none executable: {named}{more}"
         same = f"{len(self.binaries)} built file(s) execute the same"
-        return f"{CARRIED_PREFIX}{self.source} (no attempt ran): {changed}; {same}"
+        # whether anyone who can write could have re-hashed it, said where it is read
+        auth = f"{self.evidence}, " if self.evidence else ""
+        return f"{CARRIED_PREFIX}{self.source} ({auth}no attempt ran): {changed}; {same}"

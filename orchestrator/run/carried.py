@@ -172,8 +172,16 @@ def decide(
         trees=tuple(digests),
         files=tuple(files_changed),
         binaries=tuple(binaries),
+        evidence=_authenticity(stored.statement),
     )
     return Decision(carried, recs.attempts, old)
+
+
+def _authenticity(statement: str) -> str:
+    """`trust.stated`'s line, short: "signed by WHO ..." or "unsigned" (a tampered
+    bundle is never carried from)."""
+    said = statement.removeprefix("evidence: ")
+    return "unsigned" if said.startswith("unsigned") else said
 
 
 def _same_experiment(stored: Experiment, new: Experiment) -> None:

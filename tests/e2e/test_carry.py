@@ -120,6 +120,9 @@ def test_a_comment_only_head_carries_the_verdict(stored: tuple[Path, Path]) -> N
     assert results["verdict"] == "pass"
     first = results["judgement"]["reasons"][0]
     assert first.startswith("evidence carried from") and "pick.c in fixed, control" in first
+    # how far the stored bundle can be believed, said where the carry is: an unsigned
+    # one could have been re-hashed by anyone who can write
+    assert "(unsigned, no attempt ran)" in first and results["carried"]["evidence"] == "unsigned"
     assert [f["path"] for f in results["carried"]["files"]] == ["pick.c", "pick.c"]
     # the attempts are the stored ones, their logs copied: none ran
     assert results["attempts"] == _results(stored[1])["attempts"]
