@@ -78,6 +78,21 @@ class NotRegularFile(FileRefused):
         self.kind = kind
 
 
+class HardLinked(FileRefused):
+    """A file csorch writes in place (a journal it appends to, a log it truncates) that has
+    other names: the write would land in the file under those names too, wherever they
+    are (outside csorch's directories)."""
+
+    def __init__(self, path: Path | str, links: int) -> None:
+        super().__init__(
+            path,
+            f"has {links} hard links; csorch does not write in place into a file with "
+            "other names (the write would reach them too)",
+            code=errno.EMLINK,
+            hint="remove the other names, or the file (something other than csorch linked it)",
+        )
+
+
 class LinkRefused(FileRefused):
     """A symlink where csorch reads or writes its own file or directory (a lock, a journal,
     a bundle's logs/): following it would read or write wherever it points."""

@@ -13,7 +13,13 @@ import secrets
 from pathlib import Path
 from typing import IO, Any
 
-from orchestrator.files.refusal import FileRefused, LinkRefused, NotRegularFile, special_kind
+from orchestrator.files.refusal import (
+    FileRefused,
+    HardLinked,
+    LinkRefused,
+    NotRegularFile,
+    special_kind,
+)
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
@@ -99,7 +105,7 @@ def make_dirs(directory: Path, *, root: Path | None = None) -> Path:
 
 #: modes of `open_file`: the flags of each (every one with O_NOFOLLOW and O_NONBLOCK)
 _MODES = {
-    "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    "w": os.O_WRONLY | os.O_CREAT,  # truncated once checked (a hard link's data kept)
     "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
     "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND,
     "r+": os.O_RDWR,
@@ -112,7 +118,8 @@ def open_file(path: Path, mode: str, *, root: Path | None = None, binary: bool =
     a link: the final component is opened with O_NOFOLLOW, the directories below `root` as
     `open_dir` opens them, and what is found must be a regular file (a named pipe in place
     of a log would block the open, a device swallow the write): LinkRefused or
-    NotRegularFile otherwise. Text is UTF-8."""
+    NotRegularFile otherwise; a file that has other names (hard links) is not written in
+    place (HardLinked): the write would reach them too. Text is UTF-8."""
     path = Path(path)
     flags = _MODES[mode] | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     dfd = open_dir(path.parent, root=root)
@@ -127,9 +134,14 @@ def open_file(path: Path, mode: str, *, root: Path | None = None, binary: bool =
     finally:
         os.close(dfd)
     try:
-        found = special_kind(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        found = special_kind(st.st_mode)
         if found:
             raise NotRegularFile(path, found)
+        if st.st_nlink > 1:
+            raise HardLinked(path, st.st_nlink)
+        if mode == "w":
+            os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
         py_mode = {"w": "w", "a": "a", "a+": "a+", "r+": "r+", "x": "w"}[mode]
         if binary:

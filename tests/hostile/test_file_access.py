@@ -7,6 +7,7 @@ Each try runs csorch as a child with a deadline: a hang fails by its timeout."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -95,6 +96,38 @@ def test_a_resume_does_not_write_through_a_link_planted_in_the_bundle(
     assert done.returncode in (2, 3), said(done)[-3000:]
     assert f"{bundle / name}: is a symlink" in said(done), said(done)[-3000:]
     assert "Traceback" not in said(done)
+
+
+@pytest.mark.parametrize("planted", ["journal", "log"])
+def test_a_resume_does_not_write_into_a_hard_link_planted_in_the_bundle(
+    cprog_bundles, tmp_path, planted
+):
+    """A hard link is no symlink: O_NOFOLLOW opens it, and the resume's appends to the
+    journal (or its rewrite of the attempt's log) landed in the file outside, under its
+    other name. A file csorch writes in place that has other names is refused."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(cprog_bundles["pass"], bundle, symlinks=True)
+    journal = bundle / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(lines[:-1]))  # the last attempt to run again on the resume
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    # the log of the attempt the resume runs again: the journal's last line's
+    log = json.loads(lines[-1])["attempt"]["log"]
+    name = "journal.jsonl" if planted == "journal" else log
+    target = outside / "the-users-file"
+    shutil.copy(bundle / name, target)
+    (bundle / name).unlink()
+    os.link(target, bundle / name)
+    before = _snapshot(outside)
+    done = csorch(tmp_path, "run", "--resume", bundle, timeout=120)
+    assert _snapshot(outside) == before, said(done)[-3000:]
+    assert "Traceback" not in said(done)
+    if planted == "journal":  # appended to in place: refused
+        assert done.returncode in (2, 3), said(done)[-3000:]
+        assert "hard links" in said(done), said(done)[-3000:]
+    else:  # the attempt's log is written anew, never through the other name
+        assert not os.path.samefile(bundle / name, target), said(done)[-3000:]
 
 
 DEEP = """\
