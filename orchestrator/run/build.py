@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from orchestrator import files
+from orchestrator import files, sandbox
 from orchestrator.backends.base import BuildFlags
 from orchestrator.cache import key
 from orchestrator.carry import optouts, sections
@@ -273,6 +274,17 @@ def _turn(variant: Variant, tree: SourceTree, ctx: Context) -> AbstractContextMa
     return schedule.turn(group, ctx.cancel)
 
 
+def _own_directories(tree: Path, out: Path) -> tuple[str, ...]:
+    """What a build may write and call its own: its tree and output (as csorch and its
+    sandbox show them) and the temporary directories."""
+    return tuple(
+        dict.fromkeys(
+            [str(tree), str(out), sandbox.BUILD_TREE, sandbox.BUILD_OUT, "/tmp", "/var/tmp",
+             "/dev/shm", tempfile.gettempdir()]
+        )
+    )  # fmt: skip
+
+
 def _flags(ctx: Context) -> BuildFlags:
     """The checker's flags, and under a sanitizer what its per-unit proof reads back from
     the linked binary (run/builds/debuginfo.py: each unit's switches in its DWARF)."""
@@ -327,6 +339,7 @@ def _build(variant: Variant, tree: SourceTree, ctx: Context) -> Build:
                         # a jit build imports what it built under the ASan runtime
                         # (run/builds/jit.py): its compilers need not run under it
                         unpreload=(str(ctx.asan_runtime),) if ctx.asan_runtime else (),
+                        own=_own_directories(tree.root, out),
                     )
                 produced, release = _make(variant, tree.root, out, step, ctx)
                 environment.install(out, step, ctx)

@@ -47,17 +47,25 @@ DRIVER_ENV = ("GCC_EXEC_PREFIX", "COMPILER_PATH", "CCACHE_PREFIX", "CCACHE_PREFI
               "CCACHE_COMPILER", "CCACHE_CC", "CCACHE_PATH")  # fmt: skip
 
 
-def _writable(value):
+def _writable(value, own=()):
     """Whether the program, directory or file a driver switch names could be the build's
     own: writable now (in csorch's sandbox only the build's tree, output and private /tmp
-    are). A name without a slash is looked up where the driver looks: not the build's."""
+    are), and, where `own` names the build's directories (its tree, its output, the
+    temporary ones), inside one of them: unsandboxed, a toolchain the user may write (a
+    conda environment's `-B .../compiler_compat`) is not the build's. A name without a
+    slash is looked up where the driver looks: not the build's."""
     if not value:
         return False
     path = value.split(",")[0] if "/" in value else ""
-    return bool(path) and os.access(os.path.realpath(path), os.W_OK)
+    if not path:
+        return False
+    real = os.path.realpath(path)
+    if own and not any(real == d or real.startswith(d.rstrip("/") + "/") for d in own):
+        return False
+    return os.access(real, os.W_OK)
 
 
-def foreign(args):
+def foreign(args, own=()):
     """Why this argv is no compile by the compiler's own programs ("" when it is): a switch
     that hands a stage to a program or file the build could have written (-B, -wrapper,
     -specs, a plugin), or assembly as input (`-x assembler`, a .s or .S file: a compiler's
@@ -68,11 +76,11 @@ def foreign(args):
         nxt = args[i + 1] if i + 1 < len(args) else ""
         prev = args[i - 1] if i else ""
         if a in ("-B", "-wrapper", "-specs"):
-            if _writable(nxt):
+            if _writable(nxt, own):
                 return f"{a} {nxt}"
         elif a.startswith(DRIVER_SWITCHES):
             value = a[2:] if a.startswith("-B") else a.partition("=")[2]
-            if _writable(value):
+            if _writable(value, own):
                 return a
         if a == "-x":
             language = nxt
@@ -254,7 +262,8 @@ def main(argv):
     expanded = _expand(args)
     mode, sources, inputs, output, libdirs, libs = parse(expanded)
     env = {k: v for k, v in os.environ.items() if k not in DRIVER_ENV}
-    why = foreign(expanded) if cfg.get("sanitizer") and mode != "other" else ""
+    own = [os.path.realpath(d) for d in cfg.get("own") or ()]
+    why = foreign(expanded, own) if cfg.get("sanitizer") and mode != "other" else ""
     if why:
         sys.stderr.write(
             f"csorch: refused under the sanitizer: {name} {why}: it lets the build change "

@@ -139,6 +139,7 @@ def make(
     launcher_env: Mapping[str, str] | None = None,
     keep_debug: bool = False,
     unpreload: Sequence[str] = (),
+    own: Sequence[str] = (),
 ) -> Wrappers:
     """Write the wrapper directory of a build whose output is `out`: a stub per compiler
     found on the build's PATH (`env`'s, else csorch's), adding `flags` (host flags to nvcc
@@ -148,7 +149,9 @@ def make(
     own switches that strip the output (`-s`, `-Wl,--strip-all`, ...) are left out, so
     that the binary keeps the debug information its per-unit proof and its reports' file:
     line read (run/builds/debuginfo.py). `unpreload`: libraries the build's environment
-    preloads for its own loader (the ASan runtime) that the compilers run without."""
+    preloads for its own loader (the ASan runtime) that the compilers run without. `own`:
+    the build's directories (tree, output, temporary), where a program or file a driver
+    switch names (-B, -wrapper, -specs) is the build's and refused under a sanitizer."""
     out = out.absolute()  # the stubs run in any directory
     directory = files.make_dirs(out / DIR, root=out)
     named = [env.get(v) or os.environ.get(v) for v in ("CC", "CXX", "PYTORCH_NVCC")]
@@ -171,6 +174,7 @@ def make(
                 "launcher": list(launcher),
                 "keep_debug": keep_debug,
                 "unpreload": list(unpreload),
+                "own": list(own),
                 # under a sanitizer the compiler runs only its own programs (ccwrap.foreign)
                 "sanitizer": keep_debug,
             }

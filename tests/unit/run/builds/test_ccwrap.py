@@ -103,3 +103,20 @@ def test_the_compilers_run_without_the_runtime_the_loader_was_given(tmp_path) ->
                               capture_output=True, text=True, timeout=60)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert seen.read_text() == expected
+
+
+def test_a_driver_switch_is_refused_where_it_names_the_builds_own_files(tmp_path) -> None:
+    """-B, -wrapper or -specs naming what the build could have written (its tree, its
+    output, /tmp) is refused under a sanitizer; a toolchain the user may write outside
+    them (a conda environment's `-B .../compiler_compat`, unsandboxed) is not the build's."""
+    tree, toolchain = tmp_path / "tree", tmp_path / "conda" / "compiler_compat"
+    (tree / "bin").mkdir(parents=True)
+    toolchain.mkdir(parents=True)
+    own = [str(tree)]
+    assert ccwrap.foreign(["-B", f"{tree}/bin/", "-c", "x.c"], own).startswith("-B")
+    assert ccwrap.foreign([f"-B{tree}", "-c", "x.c"], own) == f"-B{tree}"
+    assert ccwrap.foreign(["-B", str(toolchain), "-c", "x.c"], own) == ""
+    assert ccwrap.foreign([f"-specs={toolchain}/x.specs", "x.c"], own) == ""
+    # without the build's directories named, anything writable counts (the sandbox's view)
+    assert ccwrap.foreign(["-B", str(toolchain), "-c", "x.c"]).startswith("-B")
+    assert ccwrap.foreign(["-c", "x.s"], own) == "x.s (assembly)"
