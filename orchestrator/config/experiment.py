@@ -104,7 +104,7 @@ from orchestrator.config.schema import (
 from orchestrator.config.slurm import SlurmSettings, executor_of
 from orchestrator.config.slurm import read as read_slurm
 from orchestrator.errors import ConfigError
-from orchestrator.files import special_kind
+from orchestrator.files import PATCH, special_kind
 from orchestrator.findings import suppressions
 from orchestrator.model import (
     RUN_CHECKERS,
@@ -312,7 +312,9 @@ class _Reader:
         return Variant(
             name=f.require("name").name(),
             build=spec,
-            patches=tuple(p.path(directory=False) for p in patches.items()) if patches else (),
+            patches=tuple(p.path(directory=False, limit=PATCH.limit) for p in patches.items())
+            if patches
+            else (),
             source=self.source(source) if source else None,
             description=description.text() if description else "",
         )

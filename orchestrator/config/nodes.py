@@ -297,14 +297,22 @@ class View:
             )
         return seconds
 
-    def path(self, *, directory: bool) -> Path:
-        """An existing file or directory, relative to the folder of the config file."""
+    def path(self, *, directory: bool, limit: int | None = None) -> Path:
+        """An existing file or directory, relative to the folder of the config file; a
+        file of more than `limit` bytes (the bound its reader has) is refused here, by
+        key, rather than when a variant is built."""
         text = self.text("a path")
         try:
             path = (self.file.parent / text).resolve()
             is_dir, is_file = path.is_dir(), path.is_file()
+            size = path.stat().st_size if is_file and limit is not None else 0
         except (OSError, ValueError) as exc:  # a name too long, a NUL byte
             raise self.error(f"not a usable path: {exc}") from None
+        if limit is not None and size > limit:
+            raise self.error(
+                f"{path} is {size} bytes; it may hold at most {limit}",
+                hint="give the file csorch is to read (a patch of one change, not a dump)",
+            )
         if directory and not is_dir:
             raise self.error(f"no such directory: {path}{_found(path)}")
         if not directory and not is_file:

@@ -287,6 +287,16 @@ def test_a_build_file_outside_the_tree_is_refused_at_load(place, key, old, new):
     assert "config ok" not in said(done)
 
 
+def test_a_patch_past_its_bound_is_refused_at_load(place: Path) -> None:
+    # before: `check` passed, and the run failed the variant's build (exit 3)
+    with open(place / "fix.patch", "r+b") as f:  # sparse: 70 MiB that take no disk
+        f.truncate(70 << 20)
+    done = csorch(place, "check", experiment(place), timeout=DEADLINE)
+    assert done.returncode == 2, said(done)
+    assert "variants[0].patches[0]" in done.stderr and "at most 67108864" in done.stderr
+    assert "config ok" not in said(done)
+
+
 def test_a_patch_that_is_a_pipe_is_named_as_one(place: Path) -> None:
     # before: "no such file: .../fix.patch", of a file that is there
     (place / "fix.patch").unlink()
