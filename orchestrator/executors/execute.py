@@ -408,8 +408,13 @@ def _command(job: Job, case: Case, run: Run, build: Build, ctx: Context) -> Atte
     argv, env, read = _wrap(list(case.command), env, run, build, ctx, _channel(stem))
     built = build.workdir or build.directory
     # each attempt dirties its own copy of the built tree, never the cache entry: a
-    # scratch file one attempt leaves must not change the next one's outcome
-    cwd = ctx.scratch.parent / "attempts" / job.stem() if built else ctx.scratch
+    # scratch file one attempt leaves must not change the next one's outcome. Under Slurm
+    # a task the cluster killed (NODE_FAIL) is retried as another job, which may start on
+    # the same shared disk while the first one's teardown still removes its copy: each
+    # job gets a copy of its own
+    job_id = os.environ.get("SLURM_JOB_ID", "")
+    mine = job.stem() + (f".job{job_id}" if job_id.isdigit() else "")
+    cwd = ctx.scratch.parent / "attempts" / mine if built else ctx.scratch
     if built:
         files.remove_tree(cwd, ignore_errors=True)
         files.copy_tree(built, cwd)
