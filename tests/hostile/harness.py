@@ -1,5 +1,5 @@
 """Helpers of the hostile suite: experiment configs written into a temp dir, csorch and
-git run as child processes the way a user runs them."""
+git run as child processes the way a user runs them, and csorch's CLI called in process."""
 
 from __future__ import annotations
 
@@ -9,6 +9,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+E2E = ROOT / "tests" / "fixtures" / "e2e"
+
+
+def invoke(*args: str):
+    """csorch's CLI in this process; a traceback is never an answer: every damaged input
+    gets an exit code and a reason."""
+    from typer.testing import CliRunner
+
+    from orchestrator import cli
+
+    result = CliRunner().invoke(cli.app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.output,
+        result.exception,
+    )
+    return result
 
 
 def experiment(

@@ -15,26 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from harness import E2E, ROOT, invoke
 
-from orchestrator import cli
 from orchestrator.cli import ExitCode
 
 pytestmark = pytest.mark.process
-
-ROOT = Path(__file__).resolve().parents[2]
-E2E = ROOT / "tests" / "fixtures" / "e2e"
-runner = CliRunner()
-
-
-def invoke(*args: str):
-    result = runner.invoke(cli.app, list(args))
-    # a traceback is never an answer: every damaged input gets an exit code and a reason
-    assert result.exception is None or isinstance(result.exception, SystemExit), (
-        result.output,
-        result.exception,
-    )
-    return result
 
 
 def csorch(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
@@ -458,5 +443,8 @@ def test_a_fixs_opt_out_deleted_from_results_json_does_not_verify(tmp_path, rule
         assert "records 0 checker opt-out(s) in the kept files of variant fixed" in done.output
         assert "no_sanitize_address pick.c:6" in done.output
     else:
-        assert "read by this csorch's opt-out rules, fix fixed adds no_sanitize_address " \
-            "(pick.c:6)" in done.output and "the recorded PASS does not stand" in done.output
+        assert (
+            "read by this csorch's opt-out rules, fix fixed adds no_sanitize_address (pick.c:6)"
+            in done.output
+            and "the recorded PASS does not stand" in done.output
+        )

@@ -19,23 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from harness import E2E, ROOT, invoke
 
-from orchestrator import cli
 from orchestrator.cli import ExitCode
-
-ROOT = Path(__file__).resolve().parents[2]
-E2E = ROOT / "tests" / "fixtures" / "e2e"
-runner = CliRunner()
-
-
-def invoke(*args: str):
-    result = runner.invoke(cli.app, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), (
-        result.output,
-        result.exception,
-    )
-    return result
 
 
 def sha(path: Path) -> str:

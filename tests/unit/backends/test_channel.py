@@ -145,10 +145,9 @@ def test_compute_sanitizer_findings_are_attributed_by_their_python_frames(tmp_pa
     assert all(f.case == "" for f in again.findings if first in (h.function for h in f.host_frames))
 
 
-@pytest.mark.process
-def test_a_shell_that_ends_with__exit_leaves_the_shims_end_record(tmp_path: Path) -> None:
-    """dash ends with _exit (no exit handlers, so no exit stats): the fold shim's _exit
-    writes the process's end record; without it every `sh -c` case was inconclusive."""
+def _asan_with_shim(tmp_path: Path) -> Asan:
+    """The ASan backend with its fold shim built under `tmp_path` (a skip, saying why,
+    where this host has no sh, gcc or ASan runtime)."""
     if shutil.which("sh") is None or shutil.which("gcc") is None:
         pytest.skip("needs sh and gcc")
     asan = Asan()
@@ -157,6 +156,14 @@ def test_a_shell_that_ends_with__exit_leaves_the_shims_end_record(tmp_path: Path
     except CheckerUnavailable as exc:
         pytest.skip(str(exc))
     asan.build_fold(tmp_path / "fold")
+    return asan
+
+
+@pytest.mark.process
+def test_a_shell_that_ends_with__exit_leaves_the_shims_end_record(tmp_path: Path) -> None:
+    """dash ends with _exit (no exit handlers, so no exit stats): the fold shim's _exit
+    writes the process's end record; without it every `sh -c` case was inconclusive."""
+    asan = _asan_with_shim(tmp_path)
     prefix = tmp_path / "r0.launch0.checker"
     wrapped = asan.wrap(["sh", "-c", "true; true"], checker=Checker.MEMCHECK, log_path=prefix)
     subprocess.run(wrapped.argv, env={**os.environ, **dict(wrapped.env)}, check=True)
@@ -183,14 +190,7 @@ def test_a_process_started_with_options_of_its_own_is_named(
     weaker ones than csorch set (poison_heap=0: heap overflows unseen) makes the launch
     inconclusive, naming it; one that only lost ASAN_OPTIONS runs on the shim's defaults,
     which are csorch's."""
-    if shutil.which("sh") is None or shutil.which("gcc") is None:
-        pytest.skip("needs sh and gcc")
-    asan = Asan()
-    try:
-        asan.probe()
-    except CheckerUnavailable as exc:
-        pytest.skip(str(exc))
-    asan.build_fold(tmp_path / "fold")
+    asan = _asan_with_shim(tmp_path)
     prefix = tmp_path / "r0.launch0.checker"
     wrapped = asan.wrap(["sh", "-c", child], checker=Checker.MEMCHECK, log_path=prefix)
     env = dict(wrapped.env)
