@@ -262,8 +262,9 @@ def main(argv):
     expanded = _expand(args)
     mode, sources, inputs, output, libdirs, libs = parse(expanded)
     env = {k: v for k, v in os.environ.items() if k not in DRIVER_ENV}
-    own = [os.path.realpath(d) for d in cfg.get("own") or ()]
-    why = foreign(expanded, own) if cfg.get("sanitizer") and mode != "other" else ""
+    why = ""
+    if cfg.get("sanitizer") and mode != "other":
+        why = foreign(expanded, [os.path.realpath(d) for d in cfg.get("own") or ()])
     if why:
         sys.stderr.write(
             f"csorch: refused under the sanitizer: {name} {why}: it lets the build change "
